@@ -1,0 +1,1 @@
+"""Record schemas: workload profiles, provider profiles, load-test evidence, capacity plans."""

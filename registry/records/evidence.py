@@ -1,0 +1,132 @@
+"""Load-test evidence: what was offered, what was measured, and against what."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from registry.records.common import (
+    Distribution,
+    Fraction,
+    Metadata,
+    Name,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Record,
+    Sha256,
+    Text,
+    quantile_level,
+)
+
+
+class MeasuredAgainst(Record):
+    """The exact versions the test ran against; references are resolved and pinned on submit."""
+
+    workload: Text
+    provider: Text
+    plan: Text | None = None
+    serving_config_digest: Sha256 | None = None
+
+
+class ToolInfo(Record):
+    name: Text = Field(description="vllm-bench, guidellm, inference-perf, genai-perf, aiperf, ...")
+    version: Text | None = None
+
+
+class RawFile(Record):
+    file_name: Text
+    sha256: Sha256
+    size_bytes: NonNegativeInt | None = None
+
+
+class Offered(Record):
+    request_rate_rps: PositiveFloat | None = Field(
+        default=None, description="Offered rate; absent for closed-loop or unbounded runs."
+    )
+    concurrency: PositiveInt | None = None
+    burstiness: PositiveFloat | None = Field(
+        default=None, description="Gamma shape of arrivals (1.0 Poisson; lower is burstier)."
+    )
+    requests: NonNegativeInt | None = None
+    duration_s: PositiveFloat | None = None
+    replicas: PositiveInt = Field(default=1, description="Ready replicas behind the endpoint.")
+    classes: list[Name] = Field(
+        default_factory=list, description="Traffic classes mixed into the test."
+    )
+    cancellation_rate: Fraction | None = None
+    prompt_tokens: Distribution | None = None
+    output_tokens: Distribution | None = None
+
+
+class Percentiles(Record):
+    """Latency percentiles in milliseconds, keys p0..p100 (p50 is the median)."""
+
+    quantiles: dict[str, NonNegativeFloat] = Field(min_length=1)
+    mean: NonNegativeFloat | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        levels = sorted((quantile_level(k), v) for k, v in self.quantiles.items())
+        for (lo_level, lo), (hi_level, hi) in zip(levels, levels[1:], strict=False):
+            if hi < lo:
+                raise ValueError(
+                    f"percentiles must be non-decreasing: p{hi_level:g}={hi:g} is below "
+                    f"p{lo_level:g}={lo:g}"
+                )
+        return self
+
+    def at(self, level: float) -> float | None:
+        return next((v for k, v in self.quantiles.items() if quantile_level(k) == level), None)
+
+
+class ClassResult(Record):
+    requests: NonNegativeInt | None = None
+    completed: NonNegativeInt | None = None
+    failed: NonNegativeInt | None = None
+    cancelled: NonNegativeInt | None = None
+    shed: NonNegativeInt | None = None
+    ttft_ms: Percentiles | None = None
+    tpot_ms: Percentiles | None = None
+    itl_ms: Percentiles | None = None
+    e2e_ms: Percentiles | None = None
+    queue_ms: Percentiles | None = None
+
+
+class Throughput(Record):
+    requests_per_s: NonNegativeFloat | None = None
+    output_tokens_per_s: NonNegativeFloat | None = None
+    total_tokens_per_s: NonNegativeFloat | None = None
+    goodput_requests_per_s: NonNegativeFloat | None = None
+
+
+class Results(Record):
+    per_class: dict[Name, ClassResult] = Field(min_length=1)
+    throughput: Throughput = Field(default_factory=Throughput)
+    preemptions: NonNegativeInt | None = None
+    kv_cache_usage_peak: Fraction | None = None
+    warmup_s: PositiveFloat | None = None
+
+
+class LoadTestEvidence(Metadata):
+    measured_against: MeasuredAgainst
+    tool: ToolInfo
+    raw_file: RawFile | None = None
+    measured_at: datetime
+    offered: Offered
+    results: Results
+    missing: list[Text] = Field(
+        default_factory=list, description="Figures the source file did not state."
+    )
+
+    @model_validator(mode="after")
+    def _classes_measured(self) -> Self:
+        unknown = sorted(set(self.results.per_class) - set(self.offered.classes))
+        if self.offered.classes and unknown:
+            raise ValueError(
+                f"results name classes that were not offered: {', '.join(unknown)}"
+            )
+        return self
