@@ -1,0 +1,1 @@
+"""capgate's command-line interface (Typer): a thin skin over the registry's services."""

@@ -1,0 +1,120 @@
+"""`capgate {workload,provider,evidence,plan} submit|show|list|versions`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.output import emit_json, emit_table
+from cli.options import JsonOpt, ServerOpt
+
+if TYPE_CHECKING:
+    from registry.records.kinds import RecordKind
+
+LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=500, help="Page size.")]
+OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Items to skip.")]
+
+
+def _kind(value: str) -> RecordKind:
+    from registry.records.kinds import RecordKind
+
+    return RecordKind(value)
+
+
+def record_commands(kind_value: str, help_text: str) -> typer.Typer:
+    group = typer.Typer(help=help_text, no_args_is_help=True)
+
+    @group.command("submit")
+    def submit(
+        file: Annotated[Path, typer.Argument(help="YAML or JSON file holding one record.")],
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Submit a record: identical content returns the existing version, changed content a new one."""
+        from cli.backend import open_backend
+        from registry.records.documents import load_document
+
+        kind = _kind(kind_value)
+        document = load_document(file)
+        result = open_backend(server).submit(kind, document, source=str(file))
+        if json_out:
+            emit_json(result)
+            return
+        state = "created" if result.created else "unchanged, existing version"
+        typer.echo(f"{result.record.ref}  {result.record.digest}  ({state})")
+
+    @group.command("show")
+    def show(
+        ref: Annotated[str, typer.Argument(help="name (latest), name@vN or sha256:<digest>.")],
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Show one version of a record."""
+        from cli.backend import open_backend
+
+        view = open_backend(server).get(_kind(kind_value), ref)
+        if json_out:
+            emit_json(view)
+            return
+        import yaml
+
+        typer.echo(f"# {view.kind.value} {view.ref}")
+        typer.echo(f"# digest:     {view.digest}")
+        typer.echo(f"# created:    {view.created_at.isoformat()} by {view.created_by}")
+        for role, target in view.references.items():
+            typer.echo(f"# {role + ':':<11} {target}")
+        typer.echo(yaml.safe_dump(view.content, sort_keys=False).rstrip())
+
+    @group.command("list")
+    def list_(
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+        limit: LimitOpt = 50,
+        offset: OffsetOpt = 0,
+    ) -> None:
+        """List every name of this kind with its latest version."""
+        from cli.backend import open_backend
+
+        page = open_backend(server).list_series(_kind(kind_value), limit=limit, offset=offset)
+        if json_out:
+            emit_json(page)
+            return
+        emit_table(
+            ("NAME", "LATEST", "UPDATED", "DIGEST"),
+            [
+                (s.name, f"v{s.latest_version}", s.updated_at.strftime("%Y-%m-%d %H:%M"),
+                 s.latest_digest[:19])
+                for s in page.items
+            ],
+        )
+        if page.total > page.offset + len(page.items):
+            typer.echo(f"({page.total} in all; use --offset to see more)")
+
+    @group.command("versions")
+    def versions(
+        name: Annotated[str, typer.Argument(help="Record name.")],
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+        limit: LimitOpt = 50,
+        offset: OffsetOpt = 0,
+    ) -> None:
+        """List the versions of one record."""
+        from cli.backend import open_backend
+
+        page = open_backend(server).list_versions(
+            _kind(kind_value), name, limit=limit, offset=offset
+        )
+        if json_out:
+            emit_json(page)
+            return
+        emit_table(
+            ("REF", "CREATED", "BY", "DIGEST"),
+            [
+                (v.ref, v.created_at.strftime("%Y-%m-%d %H:%M"), v.created_by, v.digest[:19])
+                for v in page.items
+            ],
+        )
+
+    return group

@@ -1,0 +1,68 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+
+from registry import __version__
+from registry.api.deps import DatabaseDep
+from registry.api.errors import error_body, install_error_handlers
+from registry.api.records import records_router
+from registry.errors import CapgateError
+from registry.records.kinds import SCHEMAS
+from registry.storage.database import Database
+
+
+def _openapi_with_record_schemas(app: FastAPI) -> dict[str, Any]:
+    """Bodies are validated by capgate's own strict schemas; document them in OpenAPI."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    spec = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    components = spec.setdefault("components", {}).setdefault("schemas", {})
+    for schema in SCHEMAS.values():
+        definition = schema.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(definition.pop("$defs", {}))
+        components[schema.__name__] = definition
+    for path in spec["paths"].values():
+        for operation in path.values():
+            name = operation.pop("x-capgate-body-schema", None)
+            if name:
+                operation["requestBody"] = {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}
+                    },
+                }
+    app.openapi_schema = spec
+    return spec
+
+
+def create_app(database: Database) -> FastAPI:
+    app = FastAPI(
+        title="capgate",
+        version=__version__,
+        description="Decision gate and evidence registry for LLM serving capacity plans.",
+    )
+    app.state.database = database
+    install_error_handlers(app)
+    app.include_router(records_router(), prefix="/v1")
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], response_model=None)
+    def readyz(db: DatabaseDep) -> dict[str, str] | JSONResponse:
+        # Checked on every probe: readiness must notice a database that went away.
+        try:
+            db.check_schema()
+        except CapgateError as exc:
+            return JSONResponse(status_code=503, content=error_body(exc))
+        return {"status": "ready"}
+
+    app.openapi = lambda: _openapi_with_record_schemas(app)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,328 @@
+"""The tool-neutral shape every importer fills, and how it becomes a ``LoadTestEvidence``.
+
+Each tool module only reads its file into ``ParsedStage`` objects (figures in ms, token
+counts, rates); naming, linking stages, provenance and validation happen here once, so the
+tools cannot drift apart in how they fill the record.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from registry.digest import sha256_digest
+from registry.errors import FieldProblem, InvalidInput
+from registry.importers.findings import CvBasis, ImportFindings, LengthUniformity
+from registry.importers.stats import CvEstimate
+from registry.records.common import NAME_PATTERN, Distribution
+from registry.records.evidence import (
+    ClassResult,
+    LoadTestEvidence,
+    MeasuredAgainst,
+    Offered,
+    Percentiles,
+    RawFile,
+    Results,
+    Throughput,
+    ToolInfo,
+)
+
+DEFAULT_CLASS = "default"
+
+
+@dataclass
+class ParsedStage:
+    """One stage of one result file, in capgate's units, before it becomes a record."""
+
+    tool: str
+    tool_version: str | None = None
+    stage: str | None = None  # stage label when the file holds several ("0", "1", ...)
+    measured_at: datetime | None = None
+    measured_at_naive: bool = False  # the file's time has no zone (a local wall clock)
+    # offered
+    request_rate_rps: float | None = None
+    concurrency: int | None = None
+    burstiness: float | None = None
+    requests: int | None = None
+    duration_s: float | None = None
+    cancellation_rate: float | None = None
+    rate_unbounded: bool = False  # vLLM's request_rate "inf": all requests sent at once
+    prompt_tokens: Distribution | None = None
+    output_tokens: Distribution | None = None
+    # results
+    completed: int | None = None
+    failed: int | None = None
+    cancelled: int | None = None
+    ttft_ms: Percentiles | None = None
+    tpot_ms: Percentiles | None = None
+    itl_ms: Percentiles | None = None
+    e2e_ms: Percentiles | None = None
+    queue_ms: Percentiles | None = None
+    throughput: Throughput = field(default_factory=Throughput)
+    # what the file did not state, named by record path
+    missing: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # findings inputs
+    prompt_cv: CvEstimate | None = None
+    output_cv: CvEstimate | None = None
+    cancellations_exercised: bool | None = None
+    cancellation_basis: str | None = None
+    priority_classes: int | None = None
+    priority_basis: str | None = None
+
+
+@dataclass(frozen=True)
+class ImportedStage:
+    """One imported stage: the evidence record and the findings computed with it."""
+
+    evidence: LoadTestEvidence
+    findings: ImportFindings
+
+
+# --- reading JSON safely -------------------------------------------------------------------
+
+
+def refuse(loc: str, message: str, *, source: str, summary: str | None = None) -> InvalidInput:
+    """The error for a file capgate cannot read: names the key and says what was expected."""
+    return InvalidInput(
+        summary or f"cannot import {source}: {loc}: {message}",
+        problems=[FieldProblem(loc=loc, message=message)],
+        source=source,
+    )
+
+
+def num(value: Any) -> float | None:
+    """A JSON number as float; None for null, strings other than 'inf', NaN, booleans."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return None
+
+
+def pos(value: Any) -> float | None:
+    f = num(value)
+    return f if f is not None and f > 0 else None
+
+
+def count(value: Any) -> int | None:
+    """A JSON count as int (tools write 200, 200.0 or null)."""
+    f = num(value)
+    if f is None or f < 0 or f != int(f):
+        return None
+    return int(f)
+
+
+def obj(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def epoch_to_utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+# --- names ---------------------------------------------------------------------------------
+
+_NAME_RE = re.compile(NAME_PATTERN)
+
+
+def slug(text: str, *, max_len: int = 100) -> str:
+    """A record name from free text: lower-case, [a-z0-9._-], no leading/trailing punctuation."""
+    s = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("._-")
+    s = re.sub(r"-{2,}", "-", s)[:max_len].strip("._-")
+    return s or "load-test"
+
+
+def base_name_from_file(file_name: str) -> str:
+    stem = file_name.rsplit("/", 1)[-1]
+    for ext in (".json", ".jsonl", ".yaml", ".yml", ".csv"):
+        if stem.lower().endswith(ext):
+            stem = stem[: -len(ext)]
+            break
+    return slug(stem)
+
+
+# --- findings ------------------------------------------------------------------------------
+
+
+def _uniformity(est: CvEstimate | None) -> LengthUniformity:
+    if est is None:
+        return LengthUniformity(basis=CvBasis.unavailable, note="the file states no lengths")
+    return LengthUniformity(
+        cv=est.cv if est.cv is not None and est.cv >= 0 else None,
+        basis=CvBasis(est.basis),
+        samples=est.samples,
+        note=est.note,
+    )
+
+
+def findings_for(stage: ParsedStage) -> ImportFindings:
+    classes = stage.priority_classes
+    return ImportFindings(
+        prompt_tokens=_uniformity(stage.prompt_cv),
+        output_tokens=_uniformity(stage.output_cv),
+        cancellations_exercised=stage.cancellations_exercised,
+        cancelled_requests=stage.cancelled,
+        cancellation_basis=stage.cancellation_basis,
+        priority_classes=classes,
+        mixed_priorities=None if classes is None else classes > 1,
+        priority_basis=stage.priority_basis,
+        notes=list(stage.notes),
+    )
+
+
+# --- building the record -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportContext:
+    data: bytes
+    file_name: str
+    workload: str
+    provider: str
+    plan: str | None
+    traffic_class: str | None
+    measured_at: datetime | None
+    name: str | None
+
+
+def _resolve_measured_at(stage: ParsedStage, ctx: ImportContext) -> datetime:
+    if stage.measured_at is not None and not stage.measured_at_naive:
+        return stage.measured_at
+    if stage.measured_at is not None:
+        # The file's clock has no zone: an explicit argument is better evidence than a guess.
+        if ctx.measured_at is not None:
+            stage.notes.append(
+                f"the file's time {stage.measured_at.isoformat()} has no time zone; the "
+                "measured_at argument was used instead"
+            )
+            return ctx.measured_at
+        stage.notes.append(
+            f"the file's time {stage.measured_at.isoformat()} has no time zone; read as UTC"
+        )
+        return stage.measured_at.replace(tzinfo=UTC)
+    if ctx.measured_at is not None:
+        return ctx.measured_at
+    raise refuse(
+        "measured_at",
+        "the file states no time of measurement; pass measured_at",
+        source=ctx.file_name,
+    )
+
+
+def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[ImportedStage]:
+    if not stages:
+        raise refuse("benchmarks", "the file holds no benchmark results", source=ctx.file_name)
+    base = slug(ctx.name) if ctx.name else base_name_from_file(ctx.file_name)
+    multi = len(stages) > 1
+    raw = RawFile(
+        file_name=ctx.file_name.rsplit("/", 1)[-1],
+        sha256=sha256_digest(ctx.data),
+        size_bytes=len(ctx.data),
+    )
+    cls = ctx.traffic_class or DEFAULT_CLASS
+    out: list[ImportedStage] = []
+    for i, st in enumerate(stages):
+        stage_label = st.stage if st.stage is not None else (str(i) if multi else None)
+        name = f"{base}-stage-{stage_label}" if multi and stage_label is not None else base
+        labels: dict[str, str] = {}
+        if stage_label is not None:
+            labels["stage"] = stage_label
+        if multi:
+            labels["series"] = base
+        measured_at = _resolve_measured_at(st, ctx)
+        missing = sorted(set(st.missing))
+        try:
+            evidence = LoadTestEvidence(
+                name=name,
+                labels=labels,
+                measured_against=MeasuredAgainst(
+                    workload=ctx.workload, provider=ctx.provider, plan=ctx.plan
+                ),
+                tool=ToolInfo(name=st.tool, version=st.tool_version),
+                raw_file=raw,
+                measured_at=measured_at,
+                offered=Offered(
+                    request_rate_rps=st.request_rate_rps,
+                    concurrency=st.concurrency,
+                    burstiness=st.burstiness,
+                    requests=st.requests,
+                    duration_s=st.duration_s,
+                    classes=[cls],
+                    cancellation_rate=st.cancellation_rate,
+                    prompt_tokens=st.prompt_tokens,
+                    output_tokens=st.output_tokens,
+                ),
+                results=Results(
+                    per_class={
+                        cls: ClassResult(
+                            requests=st.requests,
+                            completed=st.completed,
+                            failed=st.failed,
+                            cancelled=st.cancelled,
+                            ttft_ms=st.ttft_ms,
+                            tpot_ms=st.tpot_ms,
+                            itl_ms=st.itl_ms,
+                            e2e_ms=st.e2e_ms,
+                            queue_ms=st.queue_ms,
+                        )
+                    },
+                    throughput=st.throughput,
+                ),
+                missing=missing,
+            )
+        except ValidationError as exc:
+            problems = [
+                FieldProblem(loc=".".join(str(p) for p in e["loc"]), message=e["msg"])
+                for e in exc.errors()
+            ]
+            raise InvalidInput(
+                f"{ctx.file_name}: the imported figures do not form a valid evidence record",
+                problems=problems,
+                source=ctx.file_name,
+            ) from exc
+        if not _NAME_RE.match(name):  # pragma: no cover - slug() guarantees the pattern
+            raise refuse("name", f"{name!r} is not a valid record name", source=ctx.file_name)
+        out.append(ImportedStage(evidence=evidence, findings=findings_for(st)))
+    return out
+
+
+def note_missing(stage: ParsedStage, checks: Mapping[str, object]) -> None:
+    """Record every record path whose value is None as missing."""
+    for path, value in checks.items():
+        if value is None:
+            stage.missing.append(path)
+
+
+def standard_missing(stage: ParsedStage) -> None:
+    """The figures every record should carry; whatever the tool did not give is listed."""
+    if stage.request_rate_rps is None and stage.concurrency is None and not stage.rate_unbounded:
+        stage.missing += ["offered.request_rate_rps", "offered.concurrency"]
+    note_missing(
+        stage,
+        {
+            "offered.requests": stage.requests,
+            "offered.duration_s": stage.duration_s,
+            "offered.prompt_tokens": stage.prompt_tokens,
+            "offered.output_tokens": stage.output_tokens,
+            "results.completed": stage.completed,
+            "results.failed": stage.failed,
+            "results.cancelled": stage.cancelled,
+            "results.ttft_ms": stage.ttft_ms,
+            "results.tpot_ms": stage.tpot_ms,
+            "results.itl_ms": stage.itl_ms,
+            "results.e2e_ms": stage.e2e_ms,
+            "results.queue_ms": stage.queue_ms,
+            "throughput.requests_per_s": stage.throughput.requests_per_s,
+            "throughput.output_tokens_per_s": stage.throughput.output_tokens_per_s,
+            "throughput.total_tokens_per_s": stage.throughput.total_tokens_per_s,
+            "throughput.goodput_requests_per_s": stage.throughput.goodput_requests_per_s,
+        },
+    )

@@ -1,0 +1,153 @@
+"""GenAI-Perf ``profile_export_genai_perf.json`` (triton-inference-server/perf_analyzer).
+
+Each request metric is ``{unit, avg, p1..p99, min, max, std}`` (no median key, no p99.9);
+system metrics are ``{unit, avg}``. GenAI-Perf's ``inter_token_latency`` is per request,
+(e2e - ttft) / (output tokens - 1): capgate stores it as ``tpot_ms``. GenAI-Perf states no
+pooled ITL. The helpers here are shared with AIPerf, which writes the same metric shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registry.importers.common import (
+    ParsedStage,
+    count,
+    num,
+    obj,
+    pos,
+    refuse,
+    standard_missing,
+)
+from registry.importers.stats import (
+    cv_from_stated,
+    levels_from_keys,
+    percentiles_ms,
+    stated_length_distribution,
+    unit_scale_to_ms,
+)
+from registry.records.evidence import Percentiles, Throughput
+
+TOOL = "genai-perf"
+
+# Keys that mark an AIPerf export rather than a GenAI-Perf one.
+AIPERF_MARKERS = (
+    "aiperf_version",
+    "was_cancelled",
+    "error_summary",
+    "benchmark_duration",
+    "records",
+    "error_request_count",
+)
+
+
+def looks_like(doc: Any) -> bool:
+    if not isinstance(doc, dict) or any(k in doc for k in AIPERF_MARKERS):
+        return False
+    rt = doc.get("request_throughput")
+    return isinstance(rt, dict) and "avg" in rt
+
+
+def metric_percentiles(
+    block: Any, *, stage: ParsedStage, what: str, source: str
+) -> Percentiles | None:
+    """A latency block ``{unit, avg, pNN...}`` as milliseconds; refuses unknown time units."""
+    stat = obj(block)
+    if stat is None:
+        return None
+    unit = stat.get("unit")
+    scale = unit_scale_to_ms(unit) if isinstance(unit, str) else None
+    if scale is None:
+        if unit is None:
+            scale = 1.0  # both tools document these latency metrics in ms
+            stage.notes.append(f"{what}: no unit stated; read as ms as the tool documents")
+        else:
+            raise refuse(f"{what}.unit", f"unit {unit!r} is not a time unit", source=source)
+    elif scale != 1.0:
+        stage.notes.append(f"{what}: converted from {unit} to ms")
+    return percentiles_ms(
+        levels_from_keys(stat, median_key=None),
+        mean=num(stat.get("avg")),
+        scale_to_ms=scale,
+        notes=stage.notes,
+        what=what,
+    )
+
+
+def avg(block: Any) -> float | None:
+    stat = obj(block)
+    if stat is None:
+        return None
+    v = num(stat.get("avg"))
+    return v if v is not None and v >= 0 else None
+
+
+def lengths(stage: ParsedStage, block: Any, *, which: str, samples: int | None) -> None:
+    stat = obj(block)
+    if stat is None:
+        return
+    n = count(stat.get("count")) or samples
+    mean, std = num(stat.get("avg")), num(stat.get("std"))
+    levels = levels_from_keys(stat, median_key=None)
+    dist = stated_length_distribution(
+        levels,
+        samples=n,
+        mean=mean,
+        minimum=num(stat.get("min")),
+        maximum=num(stat.get("max")),
+        notes=stage.notes,
+        what=which,
+    )
+    if dist is None and levels:
+        stage.notes.append(f"{which}: quantiles stated but no sample count; not stored")
+    est = cv_from_stated(mean=mean, std=std, levels=levels, samples=n)
+    if which == "prompt_tokens":
+        stage.prompt_tokens, stage.prompt_cv = dist, est
+    else:
+        stage.output_tokens, stage.output_cv = dist, est
+
+
+def parse(doc: Any, *, source: str) -> list[ParsedStage]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("request_throughput"), dict):
+        raise refuse(
+            "request_throughput",
+            "a GenAI-Perf export is an object of metric blocks such as "
+            "request_throughput: {unit, avg}",
+            source=source,
+        )
+    stage = ParsedStage(tool=TOOL)
+    stage.notes.append("the file does not state the GenAI-Perf version")
+    config = obj(doc.get("input_config")) or {}
+    conc = count(config.get("concurrency"))
+    stage.concurrency = conc if conc else None
+    stage.request_rate_rps = pos(config.get("request_rate"))
+    requests = count(avg(doc.get("request_count")))
+    stage.requests = requests
+    stage.completed = requests
+
+    stage.ttft_ms = metric_percentiles(
+        doc.get("time_to_first_token"), stage=stage, what="time_to_first_token", source=source
+    )
+    stage.e2e_ms = metric_percentiles(
+        doc.get("request_latency"), stage=stage, what="request_latency", source=source
+    )
+    stage.tpot_ms = metric_percentiles(
+        doc.get("inter_token_latency"), stage=stage, what="inter_token_latency", source=source
+    )
+    if stage.tpot_ms is not None:
+        stage.notes.append(
+            "GenAI-Perf inter_token_latency is per request, (e2e - ttft) / (out - 1): stored "
+            "as tpot_ms; no pooled ITL is stated"
+        )
+    lengths(stage, doc.get("input_sequence_length"), which="prompt_tokens", samples=requests)
+    lengths(stage, doc.get("output_sequence_length"), which="output_tokens", samples=requests)
+    stage.throughput = Throughput(
+        requests_per_s=avg(doc.get("request_throughput")),
+        output_tokens_per_s=avg(doc.get("output_token_throughput")),
+        goodput_requests_per_s=avg(doc.get("request_goodput")),
+    )
+    stage.cancellation_basis = "GenAI-Perf exports carry no cancellation figure"
+    stage.priority_classes = 1
+    stage.priority_basis = "GenAI-Perf sends one request stream without priorities"
+    standard_missing(stage)
+    return [stage]

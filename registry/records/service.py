@@ -1,0 +1,300 @@
+"""Record service: submit, get and list versions of every record kind.
+
+Services take a session (reads) or a WriteContext (writes) and never commit: the unit
+of work in registry.storage.database owns the transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from registry.audit.chain import as_utc
+from registry.digest import canonical_json, content_digest
+from registry.errors import FieldProblem, InvalidInput, NotFound
+from registry.records.common import Metadata
+from registry.records.evidence import LoadTestEvidence
+from registry.records.kinds import RecordKind
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.references import parse_ref, pinned
+from registry.records.views import Page, RecordView, SeriesView, SubmitResult
+from registry.records.workload import WorkloadProfile
+from registry.storage.database import WriteContext
+from registry.storage.models import RecordRow
+from registry.storage.repository import RecordRepository
+
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class RefField:
+    """A field of a record that references another record."""
+
+    path: tuple[str, ...]
+    role: str
+    target: RecordKind
+
+
+REF_FIELDS: dict[RecordKind, tuple[RefField, ...]] = {
+    RecordKind.workload: (),
+    RecordKind.provider: (),
+    RecordKind.plan: (
+        RefField(("workload",), "workload", RecordKind.workload),
+        RefField(("provider",), "provider", RecordKind.provider),
+    ),
+    RecordKind.evidence: (
+        RefField(("measured_against", "workload"), "workload", RecordKind.workload),
+        RefField(("measured_against", "provider"), "provider", RecordKind.provider),
+        RefField(("measured_against", "plan"), "plan", RecordKind.plan),
+    ),
+}
+
+
+def _get_path(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = data
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        data = data[part]
+    data[path[-1]] = value
+
+
+def resolve(repo: RecordRepository, kind: RecordKind, ref_text: str, *, loc: str) -> RecordRow:
+    ref = parse_ref(ref_text, loc=loc)
+    if ref.digest is not None:
+        row = repo.by_digest(kind.value, ref.digest)
+    elif ref.version is not None:
+        row = repo.by_version(kind.value, cast(str, ref.name), ref.version)
+    else:
+        row = repo.latest(kind.value, cast(str, ref.name))
+    if row is None:
+        raise NotFound(f"no {kind.value} record {ref}", details={"loc": loc, "ref": str(ref)})
+    return row
+
+
+def to_view(row: RecordRow, references: dict[str, RecordRow]) -> RecordView:
+    return RecordView(
+        kind=RecordKind(row.kind),
+        name=row.name,
+        version=row.version,
+        ref=pinned(row.name, row.version),
+        digest=row.digest,
+        created_at=as_utc(row.created_at),
+        created_by=row.created_by,
+        references={role: pinned(t.name, t.version) for role, t in sorted(references.items())},
+        content=json.loads(row.content),
+    )
+
+
+def load_model(row: RecordRow) -> BaseModel:
+    """The stored content validated back into its schema."""
+    return RecordKind(row.kind).schema.model_validate_json(row.content)
+
+
+# ---- cross-record checks: what a person expects once references are known ----------
+
+
+def _check_plan(plan: CapacityPlan, targets: dict[str, BaseModel]) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    provider = cast(ProviderProfile, targets["provider"])
+    workload = cast(WorkloadProfile, targets["workload"])
+    for zone in plan.replicas_per_zone:
+        if zone not in provider.zones:
+            problems.append(
+                FieldProblem(
+                    f"replicas_per_zone.{zone}",
+                    f"zone {zone!r} is not one of the provider's zones "
+                    f"({', '.join(provider.zones)})",
+                )
+            )
+    class_names = {c.name for c in workload.classes}
+    for section, names in (
+        ("admission.classes", plan.admission.classes),
+        ("claims.per_class", plan.claims.per_class),
+    ):
+        for name in names:
+            if name not in class_names:
+                problems.append(
+                    FieldProblem(
+                        f"{section}.{name}",
+                        f"traffic class {name!r} is not in workload {workload.name} "
+                        f"({', '.join(sorted(class_names))})",
+                    )
+                )
+    if plan.serving.max_model_len > provider.model.max_context_tokens:
+        problems.append(
+            FieldProblem(
+                "serving.max_model_len",
+                f"{plan.serving.max_model_len} exceeds the model's context length "
+                f"({provider.model.max_context_tokens})",
+            )
+        )
+    tp = plan.parallelism.tensor_parallel
+    if provider.model.attention_heads % tp:
+        problems.append(
+            FieldProblem(
+                "parallelism.tensor_parallel",
+                f"{tp} does not divide the model's {provider.model.attention_heads} attention heads",
+            )
+        )
+    return problems
+
+
+def _check_evidence(
+    evidence: LoadTestEvidence, targets: dict[str, BaseModel]
+) -> list[FieldProblem]:
+    workload = cast(WorkloadProfile, targets["workload"])
+    class_names = {c.name for c in workload.classes}
+    problems = [
+        FieldProblem(
+            f"results.per_class.{name}",
+            f"traffic class {name!r} is not in workload {workload.name} "
+            f"({', '.join(sorted(class_names))})",
+        )
+        for name in evidence.results.per_class
+        if name not in class_names
+    ]
+    if "plan" in targets:
+        plan = cast(CapacityPlan, targets["plan"])
+        for role in ("workload", "provider"):
+            stated = getattr(evidence.measured_against, role)
+            planned = getattr(plan, role)
+            if stated != planned:
+                problems.append(
+                    FieldProblem(
+                        f"measured_against.{role}",
+                        f"{stated} differs from the plan's {role} ({planned})",
+                    )
+                )
+    return problems
+
+
+def _cross_check(kind: RecordKind, record: Metadata, targets: dict[str, BaseModel]) -> None:
+    if kind is RecordKind.plan:
+        problems = _check_plan(cast(CapacityPlan, record), targets)
+    elif kind is RecordKind.evidence:
+        problems = _check_evidence(cast(LoadTestEvidence, record), targets)
+    else:
+        problems = []
+    if problems:
+        raise InvalidInput(f"invalid {kind.value} record", problems=problems)
+
+
+# ---- the verbs ---------------------------------------------------------------------
+
+
+def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitResult:
+    """Store `record` as the next version of its series, or return the identical one.
+
+    References are resolved and pinned to `name@vN` before the digest is taken, so a
+    plan that says `workload: chat-assistant` means the version that was latest now.
+    """
+    repo = RecordRepository(ctx.session)
+    content = record.model_dump(mode="json")
+    targets: dict[str, RecordRow] = {}
+    for ref_field in REF_FIELDS[kind]:
+        ref_text = _get_path(content, ref_field.path)
+        if ref_text is None:
+            continue
+        loc = ".".join(ref_field.path)
+        try:
+            row = resolve(repo, ref_field.target, ref_text, loc=loc)
+        except NotFound as exc:
+            raise InvalidInput(
+                f"invalid {kind.value} record",
+                problems=[FieldProblem(loc, exc.message)],
+            ) from None
+        targets[ref_field.role] = row
+        _set_path(content, ref_field.path, pinned(row.name, row.version))
+    pinned_record = cast(Metadata, kind.schema.model_validate(content))
+    _cross_check(kind, pinned_record, {role: load_model(r) for role, r in targets.items()})
+
+    digest = content_digest(content)
+    existing = repo.by_digest(kind.value, digest)
+    if existing is not None:
+        refs = repo.references([existing.id])[existing.id]
+        return SubmitResult(created=False, record=to_view(existing, refs))
+
+    row = RecordRow(
+        kind=kind.value,
+        name=record.name,
+        version=repo.max_version(kind.value, record.name) + 1,
+        digest=digest,
+        content=canonical_json(content),
+        created_at=ctx.now,
+        created_by=ctx.principal,
+    )
+    repo.add(row, {role: target.id for role, target in targets.items()})
+    view = to_view(row, targets)
+    ctx.record_event(
+        f"{kind.value}.submit",
+        {
+            "kind": kind.value,
+            "ref": view.ref,
+            "digest": digest,
+            "references": {role: target.digest for role, target in sorted(targets.items())},
+        },
+    )
+    return SubmitResult(created=True, record=view)
+
+
+def get(session: Session, *, kind: RecordKind, ref: str) -> RecordView:
+    repo = RecordRepository(session)
+    row = resolve(repo, kind, ref, loc="ref")
+    return to_view(row, repo.references([row.id])[row.id])
+
+
+def get_model(session: Session, *, kind: RecordKind, ref: str) -> tuple[RecordView, BaseModel]:
+    view = get(session, kind=kind, ref=ref)
+    return view, kind.schema.model_validate(view.content)
+
+
+def _page_bounds(limit: int, offset: int) -> tuple[int, int]:
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidInput(
+            "invalid page", problems=[FieldProblem("limit", f"must be between 1 and {MAX_PAGE}")]
+        )
+    if offset < 0:
+        raise InvalidInput("invalid page", problems=[FieldProblem("offset", "must be >= 0")])
+    return limit, offset
+
+
+def list_series(session: Session, *, kind: RecordKind, limit: int = 50, offset: int = 0) -> Page[SeriesView]:
+    limit, offset = _page_bounds(limit, offset)
+    repo = RecordRepository(session)
+    items = [
+        SeriesView(
+            kind=kind,
+            name=row.name,
+            latest_version=row.version,
+            latest_ref=pinned(row.name, row.version),
+            latest_digest=row.digest,
+            updated_at=as_utc(row.created_at),
+        )
+        for row in repo.latest_of_series(kind.value, limit=limit, offset=offset)
+    ]
+    return Page[SeriesView](items=items, total=repo.count_series(kind.value), limit=limit, offset=offset)
+
+
+def list_versions(
+    session: Session, *, kind: RecordKind, name: str, limit: int = 50, offset: int = 0
+) -> Page[RecordView]:
+    limit, offset = _page_bounds(limit, offset)
+    repo = RecordRepository(session)
+    total = repo.max_version(kind.value, name)
+    if total == 0:
+        raise NotFound(f"no {kind.value} named {name!r}")
+    rows = repo.versions(kind.value, name, limit=limit, offset=offset)
+    refs = repo.references([r.id for r in rows])
+    return Page[RecordView](
+        items=[to_view(r, refs[r.id]) for r in rows], total=total, limit=limit, offset=offset
+    )

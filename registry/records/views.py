@@ -1,0 +1,45 @@
+"""What the service returns and the API serialises: the same shapes for CLI and REST."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from registry.records.kinds import RecordKind
+
+T = TypeVar("T")
+
+
+class RecordView(BaseModel):
+    kind: RecordKind
+    name: str
+    version: int
+    ref: str
+    digest: str
+    created_at: datetime
+    created_by: str
+    references: dict[str, str]
+    content: dict[str, Any]
+
+
+class SubmitResult(BaseModel):
+    created: bool
+    record: RecordView
+
+
+class SeriesView(BaseModel):
+    kind: RecordKind
+    name: str
+    latest_version: int
+    latest_ref: str
+    latest_digest: str
+    updated_at: datetime
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int

@@ -1,0 +1,1 @@
+"""Persistence: ORM models, the database handle and unit of work, repositories."""

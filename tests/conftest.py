@@ -1,0 +1,77 @@
+"""Fixtures: a migrated registry on SQLite (always) and on a real PostgreSQL server.
+
+PostgreSQL runs when CAPGATE_TEST_POSTGRES_URL names a role that may create databases
+(the README's test command starts a server and sets it); each test session gets its
+own throwaway database, and each test starts from empty tables.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from registry.storage import migrate
+from registry.storage.database import Database
+
+POSTGRES_URL = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    if not POSTGRES_URL:
+        if os.environ.get("CI"):
+            pytest.fail("CAPGATE_TEST_POSTGRES_URL is not set: CI must test PostgreSQL for real")
+        pytest.skip("CAPGATE_TEST_POSTGRES_URL not set")
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    name = f"capgate_t_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres_url(postgres_url: str) -> str:
+    migrate.upgrade(postgres_url)
+    return postgres_url
+
+
+def _empty_tables(database: Database) -> None:
+    with database.engine.begin() as connection:
+        connection.execute(
+            text("TRUNCATE record_refs, records, audit_events RESTART IDENTITY CASCADE")
+        )
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty registry database URL on each backend."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'registry.db'}"
+        migrate.upgrade(url)
+        yield url
+        return
+    url = request.getfixturevalue("migrated_postgres_url")
+    database = Database(url)
+    _empty_tables(database)
+    database.engine.dispose()
+    yield url
+
+
+@pytest.fixture
+def database(database_url: str) -> Iterator[Database]:
+    db = Database(database_url)
+    yield db
+    db.engine.dispose()
