@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 
 class Backend(Protocol):
-    def submit(self, kind: RecordKind, document: dict[str, Any], *, source: str) -> SubmitResult: ...
+    def submit(
+        self, kind: RecordKind, document: dict[str, Any], *, source: str
+    ) -> SubmitResult: ...
 
     def get(self, kind: RecordKind, ref: str) -> RecordView: ...
 

@@ -6,13 +6,17 @@ from typing import Annotated
 
 import typer
 
-db_app = typer.Typer(help="Manage the registry database schema (Alembic migrations).",
-                     no_args_is_help=True)
+db_app = typer.Typer(
+    help="Manage the registry database schema (Alembic migrations).", no_args_is_help=True
+)
 
 UrlOpt = Annotated[
     str | None,
-    typer.Option("--database-url", envvar="CAPGATE_DATABASE_URL",
-                 help="SQLAlchemy URL; default: a SQLite file in your data directory."),
+    typer.Option(
+        "--database-url",
+        envvar="CAPGATE_DATABASE_URL",
+        help="SQLAlchemy URL; default: a SQLite file in your data directory.",
+    ),
 ]
 
 

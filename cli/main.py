@@ -19,14 +19,22 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db_app, name="db")
-app.add_typer(record_commands("workload", "Workload profiles: token-work distributions per traffic class."),
-              name="workload")
-app.add_typer(record_commands("provider", "Provider profiles: model, accelerator, runtime, zones, warm-up."),
-              name="provider")
-app.add_typer(record_commands("evidence", "Load-test evidence measured against a workload and provider."),
-              name="evidence")
-app.add_typer(record_commands("plan", "Capacity plans: replicas, serving config, admission, drain."),
-              name="plan")
+app.add_typer(
+    record_commands("workload", "Workload profiles: token-work distributions per traffic class."),
+    name="workload",
+)
+app.add_typer(
+    record_commands("provider", "Provider profiles: model, accelerator, runtime, zones, warm-up."),
+    name="provider",
+)
+app.add_typer(
+    record_commands("evidence", "Load-test evidence measured against a workload and provider."),
+    name="evidence",
+)
+app.add_typer(
+    record_commands("plan", "Capacity plans: replicas, serving config, admission, drain."),
+    name="plan",
+)
 
 
 @app.command("serve")
@@ -45,8 +53,9 @@ def serve(
     # Refuse to start on a database at the wrong schema, with the same one-line message.
     Database(settings.database_url).check_schema()
     os.environ.setdefault("CAPGATE_DATABASE_URL", settings.database_url)
-    uvicorn.run("registry.api.server:app", host=host, port=port, workers=workers,
-                log_level="warning")
+    uvicorn.run(
+        "registry.api.server:app", host=host, port=port, workers=workers, log_level="warning"
+    )
 
 
 def run() -> None:
@@ -57,7 +66,7 @@ def run() -> None:
         app()
     except ClickException:
         raise
-    except Exception as exc:  # noqa: BLE001 - the boundary where errors become exit codes
+    except Exception as exc:
         from registry.errors import CapgateError, InvalidInput
 
         if isinstance(exc, InvalidInput):
@@ -68,8 +77,11 @@ def run() -> None:
             sys.exit(exc.exit_code)
         if os.environ.get("CAPGATE_DEBUG"):
             raise
-        print(f"capgate: internal error: {type(exc).__name__}: {exc} "
-              "(set CAPGATE_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(
+            f"capgate: internal error: {type(exc).__name__}: {exc} "
+            "(set CAPGATE_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 

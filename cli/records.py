@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.output import emit_json, emit_table
 from cli.options import JsonOpt, ServerOpt
+from cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
     from registry.records.kinds import RecordKind
@@ -32,7 +32,7 @@ def record_commands(kind_value: str, help_text: str) -> typer.Typer:
         server: ServerOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
-        """Submit a record: identical content returns the existing version, changed content a new one."""
+        """Submit a record: identical content is the existing version, changed content the next."""
         from cli.backend import open_backend
         from registry.records.documents import load_document
 
@@ -84,8 +84,12 @@ def record_commands(kind_value: str, help_text: str) -> typer.Typer:
         emit_table(
             ("NAME", "LATEST", "UPDATED", "DIGEST"),
             [
-                (s.name, f"v{s.latest_version}", s.updated_at.strftime("%Y-%m-%d %H:%M"),
-                 s.latest_digest[:19])
+                (
+                    s.name,
+                    f"v{s.latest_version}",
+                    s.updated_at.strftime("%Y-%m-%d %H:%M"),
+                    s.latest_digest[:19],
+                )
                 for s in page.items
             ],
         )

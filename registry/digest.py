@@ -9,8 +9,9 @@ from typing import Any
 
 def canonical_json(value: Any) -> str:
     """Key-sorted, whitespace-free JSON: equal content always gives equal bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def sha256_digest(data: bytes) -> str:

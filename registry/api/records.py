@@ -49,7 +49,9 @@ def _routes_for(router: APIRouter, kind: RecordKind) -> None:
         summary=f"List {kind.collection} (latest version of each name)",
         operation_id=f"list_{kind.value}",
     )
-    def list_series(database: DatabaseDep, limit: Limit = 50, offset: Offset = 0) -> Page[SeriesView]:
+    def list_series(
+        database: DatabaseDep, limit: Limit = 50, offset: Offset = 0
+    ) -> Page[SeriesView]:
         with database.reading() as session:
             return service.list_series(session, kind=kind, limit=limit, offset=offset)
 

@@ -77,4 +77,3 @@ def verify_chain(session: Session) -> list[str]:
         prev = row.hash
         expected_seq = row.seq + 1
     return problems
-

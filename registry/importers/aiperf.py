@@ -216,7 +216,9 @@ def parse_jsonl(rows: list[Any], *, source: str) -> list[ParsedStage]:
     cancelled = failed = warmup = 0
     for i, row in enumerate(rows):
         if not isinstance(row, dict) or not isinstance(row.get("metadata"), dict):
-            raise refuse(f"line {i + 1}.metadata", "each line needs a metadata object", source=source)
+            raise refuse(
+                f"line {i + 1}.metadata", "each line needs a metadata object", source=source
+            )
         meta = row["metadata"]
         phase = meta.get("benchmark_phase", meta.get("credit_phase"))
         if isinstance(phase, str) and phase != "profiling":

@@ -231,6 +231,8 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
         if not isinstance(bench, dict):
             raise refuse(f"benchmarks[{i}]", "each benchmark must be an object", source=source)
         stage = _parse_bench(bench, i, version, source)
+        if len(doc["benchmarks"]) == 1:
+            stage.stage = None  # a single benchmark is not a series
         if version is None:
             stage.notes.append("the file states no GuideLLM version (v0.2/v0.3 schema)")
         stages.append(stage)

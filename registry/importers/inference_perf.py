@@ -34,7 +34,7 @@ from registry.importers.stats import (
 from registry.records.evidence import Throughput
 
 TOOL = "inference-perf"
-_STAGE_FILE = re.compile(r"stage_(\d+)_")
+_STAGE_FILE = re.compile(r"stage[_-]?(\d+)[_-]")
 _LATENCIES = {
     "time_to_first_token": "ttft_ms",
     "time_per_output_token": "tpot_ms",

@@ -7,6 +7,7 @@ so a recomputed p99 can be compared with the one a tool wrote.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -218,11 +219,14 @@ class LengthSketch:
             e *= 2
         fine_idx = np.searchsorted(FINE_EDGES, np.asarray(edges), side="left")
         cum = np.concatenate([[0], np.cumsum(self.counts)])
-        counts = [int(cum[b] - cum[a]) for a, b in zip(fine_idx, fine_idx[1:], strict=False)]
-        # Trim empty tail bins so small distributions stay small in the record.
+        counts = [int(cum[b] - cum[a]) for a, b in itertools.pairwise(fine_idx)]
+        # Trim empty bins at both ends so small distributions stay small in the record.
         while len(counts) > 1 and counts[-1] == 0:
             counts.pop()
             edges.pop()
+        while len(counts) > 1 and counts[0] == 0:
+            counts.pop(0)
+            edges.pop(0)
         return Histogram(edges=edges, counts=counts)
 
     def distribution(self, *, with_histogram: bool = True) -> Distribution:
@@ -317,6 +321,11 @@ class CvEstimate:
     note: str | None = None
 
 
+def _tidy(cv: float) -> float:
+    """Float noise (a std of 1e-14 for constant lengths) reads as exactly uniform."""
+    return 0.0 if abs(cv) < 1e-9 else cv
+
+
 def cv_from_samples(values: Iterable[float] | FloatArray) -> CvEstimate:
     arr = np.asarray(values, dtype=np.float64)
     arr = arr[np.isfinite(arr)]
@@ -325,7 +334,7 @@ def cv_from_samples(values: Iterable[float] | FloatArray) -> CvEstimate:
     mean = float(arr.mean())
     if mean <= 0:
         return CvEstimate(None, "unavailable", int(arr.size), "mean is zero")
-    return CvEstimate(float(arr.std() / mean), "per_request", int(arr.size))
+    return CvEstimate(_tidy(float(arr.std() / mean)), "per_request", int(arr.size))
 
 
 def cv_from_stated(
@@ -337,7 +346,9 @@ def cv_from_stated(
 ) -> CvEstimate:
     """CV from a stated std and mean, else estimated from a quantile spread (normal approx)."""
     if mean is not None and mean > 0 and std is not None and std >= 0:
-        return CvEstimate(std / mean, "stated_std", samples, "std / mean as the file states them")
+        return CvEstimate(
+            _tidy(std / mean), "stated_std", samples, "std / mean as the file states them"
+        )
     if levels:
         by_level = {float(k): float(v) for k, v in levels.items()}
         centre = mean if mean is not None and mean > 0 else by_level.get(50.0)
@@ -354,9 +365,9 @@ def cv_from_stated(
     return CvEstimate(None, "unavailable", samples, "the file states neither std nor a spread")
 
 
-def levels_from_keys(stat: Mapping[str, object], *, median_key: str | None = "median") -> dict[
-    float, float
-]:
+def levels_from_keys(
+    stat: Mapping[str, object], *, median_key: str | None = "median"
+) -> dict[float, float]:
     """Percentile levels from keys of the ``pNN`` form (``p99.9``), plus ``median`` as p50."""
     out: dict[float, float] = {}
     for key, value in stat.items():

@@ -50,8 +50,7 @@ def inverse_cdf(dist: Distribution, *, floor: float = 1.0, cap: float | None = N
             hi = _extrapolate(pts, 1.0)
         pts.append((1.0, max(hi, pts[-1][1])))
     levels = np.array([p[0] for p in pts])
-    values = np.log(np.array([p[1] for p in pts]))
-    values = np.exp(values)
+    values = np.array([p[1] for p in pts])
     if cap is not None:
         values = np.minimum(values, cap)
     return levels, values
@@ -98,7 +97,6 @@ class ClassStream:
     prompt: IntArray
     output: IntArray
     cancel_fraction: FloatArray  # NaN when not cancelled; else share of output produced
-    retry_jitter: FloatArray
 
 
 def draw_class(
@@ -116,5 +114,5 @@ def draw_class(
     frac = np.where(cancelled, rng.random(n), np.nan)
     return ClassStream(
         name=cls.name, unit_times=np.cumsum(gaps), prompt=prompt, output=output,
-        cancel_fraction=frac, retry_jitter=rng.random(n),
+        cancel_fraction=frac,
     )

@@ -10,10 +10,19 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
+from itertools import pairwise
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
-from pydantic import model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 # Names are used in references (`name@v3`), URLs and file names.
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$"
@@ -64,11 +73,23 @@ class TraceWindow(Record):
 _QUANTILE_KEY = re.compile(r"^p(\d{1,2}(\.\d+)?|100)$")
 
 
+def check_non_decreasing(quantiles: dict[str, float], what: str = "quantiles") -> None:
+    """Raise unless values grow with their percentile level (p50 <= p90 <= p99 ...)."""
+    levels = sorted((quantile_level(k), v) for k, v in quantiles.items())
+    for (lo_level, lo), (hi_level, hi) in pairwise(levels):
+        if hi < lo:
+            raise ValueError(
+                f"{what} must be non-decreasing: p{hi_level:g}={hi:g} is below p{lo_level:g}={lo:g}"
+            )
+
+
 def quantile_level(key: str) -> float:
     """Percentile level of a quantile key: ``p50`` -> 50.0, ``p99.9`` -> 99.9."""
     match = _QUANTILE_KEY.match(key)
     if match is None:
-        raise ValueError(f"quantile key {key!r} is not of the form pNN (p0 to p100, e.g. p50, p99.9)")
+        raise ValueError(
+            f"quantile key {key!r} is not of the form pNN (p0 to p100, e.g. p50, p99.9)"
+        )
     return float(key[1:])
 
 
@@ -85,7 +106,7 @@ class Histogram(Record):
                 f"histogram has {len(self.edges)} edges and {len(self.counts)} counts; "
                 "it needs one more edge than counts"
             )
-        if any(b <= a for a, b in zip(self.edges, self.edges[1:], strict=False)):
+        if any(b <= a for a, b in pairwise(self.edges)):
             raise ValueError("histogram edges must be strictly increasing")
         if sum(self.counts) == 0:
             raise ValueError("histogram counts are all zero")
@@ -101,7 +122,8 @@ class Distribution(Record):
 
     basis: Basis = Basis.measured
     samples: NonNegativeInt | None = Field(
-        default=None, description="Number of observations behind the numbers (required when measured)."
+        default=None,
+        description="Number of observations behind the numbers (required when measured).",
     )
     quantiles: dict[str, NonNegativeFloat] | None = Field(
         default=None, description="Percentile -> value, keys p0..p100, e.g. {p50: 512, p99: 4096}."
@@ -117,13 +139,8 @@ class Distribution(Record):
         if self.quantiles is None and self.histogram is None:
             raise ValueError("a distribution needs quantiles or a histogram")
         if self.quantiles is not None:
+            check_non_decreasing(self.quantiles)
             levels = sorted((quantile_level(k), v) for k, v in self.quantiles.items())
-            for (lo_level, lo), (hi_level, hi) in zip(levels, levels[1:], strict=False):
-                if hi < lo:
-                    raise ValueError(
-                        f"quantiles must be non-decreasing: p{hi_level:g}={hi:g} is below "
-                        f"p{lo_level:g}={lo:g}"
-                    )
             if self.min is not None and levels and levels[0][1] < self.min:
                 raise ValueError("a quantile is below min")
             if self.max is not None and levels and levels[-1][1] > self.max:

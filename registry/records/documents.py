@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from registry.errors import FieldProblem, InvalidInput
+from registry.records.common import Metadata
 from registry.records.kinds import RecordKind
 
 
@@ -41,7 +42,7 @@ def load_document(path: Path) -> dict[str, Any]:
         if path.suffix.lower() == ".json":
             data = json.loads(text)
         else:
-            data = yaml.load(text, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader subclass
+            data = yaml.load(text, Loader=_PlainLoader)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", source=source
@@ -52,8 +53,9 @@ def load_document(path: Path) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or str(exc)
         raise InvalidInput(f"not valid YAML: {problem}{where}", source=source) from None
     if not isinstance(data, dict):
-        raise InvalidInput("the file must hold one mapping (a record), not a list or scalar",
-                           source=source)
+        raise InvalidInput(
+            "the file must hold one mapping (a record), not a list or scalar", source=source
+        )
     return data
 
 
@@ -71,14 +73,16 @@ def problems_from(error: ValidationError) -> list[FieldProblem]:
     return problems
 
 
-def validate_record(kind: RecordKind, data: Any, *, source: str | None = None) -> BaseModel:
+def validate_record(kind: RecordKind, data: Any, *, source: str | None = None) -> Metadata:
     """Validate a decoded document as `kind`; raise InvalidInput naming each field."""
     try:
         return kind.schema.model_validate(data)
     except ValidationError as exc:
         problems = problems_from(exc)
-        raise InvalidInput(f"invalid {kind.value} record", problems=problems, source=source) from None
+        raise InvalidInput(
+            f"invalid {kind.value} record", problems=problems, source=source
+        ) from None
 
 
-def read_record(kind: RecordKind, path: Path) -> BaseModel:
+def read_record(kind: RecordKind, path: Path) -> Metadata:
     return validate_record(kind, load_document(path), source=str(path))

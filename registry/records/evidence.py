@@ -19,6 +19,7 @@ from registry.records.common import (
     Record,
     Sha256,
     Text,
+    check_non_decreasing,
     quantile_level,
 )
 
@@ -70,13 +71,7 @@ class Percentiles(Record):
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
-        levels = sorted((quantile_level(k), v) for k, v in self.quantiles.items())
-        for (lo_level, lo), (hi_level, hi) in zip(levels, levels[1:], strict=False):
-            if hi < lo:
-                raise ValueError(
-                    f"percentiles must be non-decreasing: p{hi_level:g}={hi:g} is below "
-                    f"p{lo_level:g}={lo:g}"
-                )
+        check_non_decreasing(self.quantiles, "percentiles")
         return self
 
     def at(self, level: float) -> float | None:
@@ -126,7 +121,5 @@ class LoadTestEvidence(Metadata):
     def _classes_measured(self) -> Self:
         unknown = sorted(set(self.results.per_class) - set(self.offered.classes))
         if self.offered.classes and unknown:
-            raise ValueError(
-                f"results name classes that were not offered: {', '.join(unknown)}"
-            )
+            raise ValueError(f"results name classes that were not offered: {', '.join(unknown)}")
         return self

@@ -181,7 +181,9 @@ class Claims(Record):
 
 
 class CapacityPlan(Metadata):
-    workload: Text = Field(description="Reference to the workload profile: name, name@vN or digest.")
+    workload: Text = Field(
+        description="Reference to the workload profile: name, name@vN or digest."
+    )
     provider: Text = Field(description="Reference to the provider profile.")
     replicas_per_zone: dict[Name, NonNegativeInt] = Field(min_length=1)
     parallelism: Parallelism = Field(default_factory=Parallelism)

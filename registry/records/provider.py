@@ -62,7 +62,9 @@ class ModelSpec(Record):
     )
     weights_dtype: DType = DType.bf16
     kv_dtype: DType = DType.bf16
-    quantization: Text | None = Field(default=None, description="e.g. fp8, awq, gptq; none if absent.")
+    quantization: Text | None = Field(
+        default=None, description="e.g. fp8, awq, gptq; none if absent."
+    )
     max_context_tokens: PositiveInt
     hf_config: dict[str, Any] | None = Field(
         default=None, description="The model's Hugging Face config.json, kept as is."

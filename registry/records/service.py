@@ -138,12 +138,12 @@ def _check_plan(plan: CapacityPlan, targets: dict[str, BaseModel]) -> list[Field
                 f"({provider.model.max_context_tokens})",
             )
         )
-    tp = plan.parallelism.tensor_parallel
-    if provider.model.attention_heads % tp:
+    tp, heads = plan.parallelism.tensor_parallel, provider.model.attention_heads
+    if heads % tp:
         problems.append(
             FieldProblem(
                 "parallelism.tensor_parallel",
-                f"{tp} does not divide the model's {provider.model.attention_heads} attention heads",
+                f"{tp} does not divide the model's {heads} attention heads",
             )
         )
     return problems
@@ -215,7 +215,7 @@ def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitRe
             ) from None
         targets[ref_field.role] = row
         _set_path(content, ref_field.path, pinned(row.name, row.version))
-    pinned_record = cast(Metadata, kind.schema.model_validate(content))
+    pinned_record = kind.schema.model_validate(content)
     _cross_check(kind, pinned_record, {role: load_model(r) for role, r in targets.items()})
 
     digest = content_digest(content)
@@ -268,7 +268,9 @@ def _page_bounds(limit: int, offset: int) -> tuple[int, int]:
     return limit, offset
 
 
-def list_series(session: Session, *, kind: RecordKind, limit: int = 50, offset: int = 0) -> Page[SeriesView]:
+def list_series(
+    session: Session, *, kind: RecordKind, limit: int = 50, offset: int = 0
+) -> Page[SeriesView]:
     limit, offset = _page_bounds(limit, offset)
     repo = RecordRepository(session)
     items = [
@@ -282,7 +284,9 @@ def list_series(session: Session, *, kind: RecordKind, limit: int = 50, offset: 
         )
         for row in repo.latest_of_series(kind.value, limit=limit, offset=offset)
     ]
-    return Page[SeriesView](items=items, total=repo.count_series(kind.value), limit=limit, offset=offset)
+    return Page[SeriesView](
+        items=items, total=repo.count_series(kind.value), limit=limit, offset=offset
+    )
 
 
 def list_versions(

@@ -39,9 +39,7 @@ class Arrival(Record):
     @model_validator(mode="after")
     def _peak_at_least_mean(self) -> Self:
         if self.peak_rps < self.mean_rps:
-            raise ValueError(
-                f"peak_rps ({self.peak_rps:g}) is below mean_rps ({self.mean_rps:g})"
-            )
+            raise ValueError(f"peak_rps ({self.peak_rps:g}) is below mean_rps ({self.mean_rps:g})")
         if self.basis is Basis.assumed and not self.reason:
             raise ValueError("an assumed arrival process must say why in 'reason'")
         return self
@@ -99,12 +97,9 @@ class TrafficClass(Record):
             p50, p99 = dist.quantile(50), dist.quantile(99)
             if dist.quantiles is not None and (p50 is None or p99 is None):
                 raise ValueError(f"{field} quantiles must state at least p50 and p99")
-            if self.max_output_tokens is not None and field == "output_tokens" and p99 is not None:
-                if p99 > self.max_output_tokens:
-                    raise ValueError(
-                        f"output_tokens p99 ({p99:g}) exceeds max_output_tokens "
-                        f"({self.max_output_tokens})"
-                    )
+            limit = self.max_output_tokens
+            if field == "output_tokens" and limit is not None and p99 is not None and p99 > limit:
+                raise ValueError(f"output_tokens p99 ({p99:g}) exceeds max_output_tokens ({limit})")
         return self
 
 
@@ -121,7 +116,9 @@ class WorkloadProfile(Metadata):
         names = [c.name for c in self.classes]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise ValueError(f"traffic class names must be unique; repeated: {', '.join(duplicates)}")
+            raise ValueError(
+                f"traffic class names must be unique; repeated: {', '.join(duplicates)}"
+            )
         measured = any(
             d is not None and d.basis is Basis.measured
             for c in self.classes

@@ -132,7 +132,10 @@ class Database:
                     result = work(context)
                     for action, payload in context.events:
                         append_event(
-                            session, principal=principal, action=action, payload=payload,
+                            session,
+                            principal=principal,
+                            action=action,
+                            payload=payload,
                             at=context.now,
                         )
                     session.commit()

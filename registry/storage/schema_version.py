@@ -26,9 +26,7 @@ def ensure_current(connection: Connection) -> None:
     if revision == SCHEMA_HEAD:
         return
     if revision is None:
-        raise SchemaNotCurrent(
-            "the registry database is not initialised: run `capgate db upgrade`"
-        )
+        raise SchemaNotCurrent("the registry database is not initialised: run `capgate db upgrade`")
     if revision in KNOWN_REVISIONS:
         raise SchemaNotCurrent(
             f"the registry database is at schema {revision}, this capgate needs {SCHEMA_HEAD}: "

@@ -18,7 +18,9 @@ from registry.storage.models import AuditEventRow, RecordRefRow, RecordRow
 from tests.factories import example
 
 
-def submit(database: Database, kind: str, document: dict[str, Any], who: str = "alice") -> SubmitResult:
+def submit(
+    database: Database, kind: str, document: dict[str, Any], who: str = "alice"
+) -> SubmitResult:
     record_kind = RecordKind(kind)
     record = validate_record(record_kind, document)
     return database.write(
@@ -27,7 +29,10 @@ def submit(database: Database, kind: str, document: dict[str, Any], who: str = "
 
 
 def submit_example(database: Database) -> dict[str, SubmitResult]:
-    return {kind: submit(database, kind, example(kind)) for kind in ("workload", "provider", "plan", "evidence")}
+    return {
+        kind: submit(database, kind, example(kind))
+        for kind in ("workload", "provider", "plan", "evidence")
+    }
 
 
 def counts(database: Database) -> tuple[int, int, int]:
@@ -150,7 +155,10 @@ def test_every_write_is_in_the_audit_chain(database: Database) -> None:
         events = list(session.scalars(select(AuditEventRow).order_by(AuditEventRow.seq)))
         assert verify_chain(session) == []
         assert [e.action for e in events] == [
-            "workload.submit", "provider.submit", "plan.submit", "evidence.submit",
+            "workload.submit",
+            "provider.submit",
+            "plan.submit",
+            "evidence.submit",
         ]
         assert {e.principal for e in events} == {"alice"}
 
@@ -159,7 +167,9 @@ def test_tampered_audit_event_is_detected(database: Database) -> None:
     submit_example(database)
     with database.engine.begin() as connection:
         connection.execute(
-            AuditEventRow.__table__.update().where(AuditEventRow.seq == 2).values(principal="mallory")
+            AuditEventRow.__table__.update()
+            .where(AuditEventRow.seq == 2)
+            .values(principal="mallory")
         )
     with database.reading() as session:
         problems = verify_chain(session)

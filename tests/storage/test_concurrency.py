@@ -22,9 +22,7 @@ def _race(database_url: str, descriptions: list[str]) -> list[SubmitResult]:
 
     def writer(description: str) -> SubmitResult:
         database = Database(database_url)
-        record = validate_record(
-            RecordKind.workload, example("workload", description=description)
-        )
+        record = validate_record(RecordKind.workload, example("workload", description=description))
         database.ensure_schema()
         barrier.wait()
         try:

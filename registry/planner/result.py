@@ -1,0 +1,214 @@
+"""The planner's output: plain, JSON-serialisable pydantic models fed to Rego policies.
+
+Keep field names stable: policies read them. Times are milliseconds (``_ms``), rates per
+second (``_rps``), shares in [0, 1]. Percentiles are None when a class completed nothing.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClassPrediction(_Out):
+    requests: int
+    completed: int
+    cancelled: int
+    shed: int
+    retries: int
+    shed_rate: float
+    ttft_p50_ms: float | None
+    ttft_p90_ms: float | None
+    ttft_p99_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p90_ms: float | None
+    tpot_p99_ms: float | None
+    e2e_p50_ms: float | None
+    e2e_p90_ms: float | None
+    e2e_p99_ms: float | None
+    queue_p99_ms: float | None
+    slo_met: bool
+    violations: list[str] = Field(default_factory=list)
+
+
+class Scenario(_Out):
+    name: str
+    ready_replicas: int
+    lost_replicas: int
+    tensor_parallel: int
+    offered_rps: float
+    load_factor: float
+    per_class: dict[str, ClassPrediction]
+    slo_met: bool
+    violations: list[str] = Field(default_factory=list)
+    completed_rps: float
+    output_tokens_per_s: float
+    preemptions: int
+    kv_usage_peak: float
+    kv_usage_mean: float
+    waiting_mean_per_replica: float
+    retry_amplification: float = Field(description="Attempts per original request.")
+    simulated_requests: int
+    notes: list[str] = Field(default_factory=list)
+
+
+class Memory(_Out):
+    tensor_parallel: int
+    total_gib: float
+    usable_gib: float
+    weights_gib: float
+    activation_peak_gib: float
+    runtime_overhead_gib: float
+    kv_cache_gib: float
+    kv_bytes_per_token: float
+    kv_bytes_per_token_per_gpu: float
+    block_size: int
+    kv_blocks: int
+    kv_tokens: int
+    max_concurrency_at_p99_context: int
+    concurrency_by_class: dict[str, int]
+    fits: bool
+    reason: str
+
+
+class TPOption(_Out):
+    tensor_parallel: int
+    gpus_per_replica: int
+    fits: bool
+    memory_reason: str
+    kv_tokens: int
+    min_ready_replicas_at_peak: int | None
+    gpus_at_peak: int | None
+    worst_ttft_p99_ms: float | None
+    worst_tpot_p99_ms: float | None
+    throughput_per_gpu_rps: float | None
+    cost_per_hour_at_peak_usd: float | None
+    slo_met: bool
+    reason: str
+
+
+class Sizing(_Out):
+    min_ready_replicas_at_peak: int | None
+    recommended_replicas_per_zone: dict[str, int]
+    recommended_total_replicas: int | None
+    reserve_replicas: int | None
+    warmup_headroom_replicas: int
+    tensor_parallel: int
+    tp_reason: str
+    tp_options: list[TPOption]
+    plan_total_replicas: int
+    plan_meets_reserve: bool
+    notes: list[str] = Field(default_factory=list)
+
+
+class AutoscalingAdvice(_Out):
+    metric: str
+    target: float
+    alternative_metric: str
+    alternative_target: float
+    min_replicas: int
+    max_replicas: int
+    scale_up_stabilization_s: float
+    scale_down_stabilization_s: float
+    reason: str
+
+
+class Cost(_Out):
+    gpus: int
+    price_per_gpu_hour_usd: float | None
+    per_hour_usd: float | None
+    per_million_output_tokens_usd: float | None
+    recommended_per_hour_usd: float | None
+    basis: str
+
+
+class ClaimCheck(_Out):
+    claimed: float | None
+    predicted: float | None
+    relative_error: float | None = Field(description="(claimed - predicted) / predicted.")
+    optimistic: bool = Field(description="The claim is better than the recomputation.")
+    within_tolerance: bool
+
+
+class ClaimsCheck(_Out):
+    tolerance: float
+    per_class: dict[str, dict[str, ClaimCheck]]
+    ready_replicas_needed_at_peak: ClaimCheck | None
+    peak_rps: ClaimCheck | None
+    findings: list[str] = Field(default_factory=list)
+
+
+class CalibrationResidual(_Out):
+    evidence: str
+    traffic_class: str
+    metric: str
+    measured_ms: float
+    predicted_ms: float | None
+    relative_error: float | None
+
+
+class Calibration(_Out):
+    source_evidence: list[str]
+    ignored_evidence: dict[str, str] = Field(default_factory=dict)
+    fitted: bool
+    mbu: float
+    mfu: float
+    step_overhead_ms: float
+    fit_error: float | None = Field(
+        description="Root mean square of log(predicted / measured) over the fitted points."
+    )
+    residuals: list[CalibrationResidual] = Field(default_factory=list)
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class LoadPoint(_Out):
+    load_factor: float
+    offered_rps: float
+    ready_replicas: int
+    per_class_ttft_p99_ms: dict[str, float | None]
+    per_class_tpot_p99_ms: dict[str, float | None]
+    per_class_e2e_p99_ms: dict[str, float | None]
+    slo_met: bool
+
+
+class ModelSummary(_Out):
+    name: str
+    layers: int
+    kv_heads: int
+    head_dim: int
+    total_params_b: float
+    active_params_b: float
+    sources: list[str]
+    notes: list[str]
+
+
+class StepFigures(_Out):
+    """Reference step times of the chosen configuration, for people reading the report."""
+
+    decode_batch1_ms: float
+    decode_batch_full_ms: float
+    decode_batch_full: int
+    prefill_2k_ms: float
+
+
+class PlanRecomputation(_Out):
+    planner_version: str
+    seed: int
+    plan: str
+    workload: str
+    provider: str
+    model: ModelSummary
+    memory: Memory
+    step_time: StepFigures
+    sizing: Sizing
+    scenarios: dict[str, Scenario]
+    slo_met: bool
+    autoscaling: AutoscalingAdvice
+    cost: Cost
+    claims_check: ClaimsCheck
+    calibration: Calibration
+    load_curve: list[LoadPoint]
+    findings: list[str] = Field(default_factory=list)

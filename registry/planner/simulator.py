@@ -1,0 +1,324 @@
+"""Continuous-batching simulation of replicas behind a load balancer, event to event.
+
+The loop is a short heap loop (vidur's shape): original arrivals are pre-drawn and sorted,
+retries and queue deadlines go on the heap with step ends. Everything a run needs lives in
+the run (no class-level counters), so runs are re-entrant and the same inputs give the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from registry.planner.events import ARRIVAL, DEADLINE, SHED, STEP_END, WAITING
+from registry.planner.requests import Requests
+from registry.planner.sampling import ClassStream
+from registry.planner.scheduler import STRETCH, Engine, Replica
+from registry.planner.step_time import StepModel
+
+# Unbounded client retries are capped so a run terminates; the report says so.
+UNBOUNDED_ATTEMPTS = 10
+
+
+@dataclass(frozen=True)
+class ClassLoad:
+    name: str
+    priority: int
+    rate_rps: float
+    stream: ClassStream
+    deadline_s: float = math.inf
+    max_queue_depth: int | None = None
+    prefix_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class RetrySpec:
+    max_attempts: int = 1
+    unbounded: bool = False
+    backoff_initial_s: float = 0.0
+    backoff_max_s: float = 0.0
+    jitter: bool = False
+    budget_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    step: StepModel
+    kv_blocks: int
+    block_size: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    fcfs: bool = True
+    chunked_prefill: bool = True
+    prefix_caching: bool = True
+
+
+@dataclass
+class ClassStats:
+    name: str
+    requests: int = 0
+    completed: int = 0
+    cancelled: int = 0
+    shed: int = 0
+    retries: int = 0
+    output_tokens: int = 0
+    ttft: list[float] = field(default_factory=list)
+    tpot: list[float] = field(default_factory=list)
+    e2e: list[float] = field(default_factory=list)
+    queue: list[float] = field(default_factory=list)
+
+    @property
+    def shed_rate(self) -> float:
+        return self.shed / self.requests if self.requests else 0.0
+
+
+@dataclass
+class SimResult:
+    per_class: dict[str, ClassStats]
+    replicas: int
+    window_s: float
+    offered_rps: float
+    completed_rps: float
+    output_tokens_per_s: float
+    preemptions: int
+    kv_usage_peak: float
+    kv_usage_mean: float
+    waiting_mean_per_replica: float
+    busy_share: float
+    attempts: int
+    originals: int
+    simulated_requests: int
+
+
+def percentile(values: Sequence[float] | NDArray[np.float64], q: float) -> float | None:
+    if len(values) == 0:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def simulate(
+    engine_spec: EngineSpec, classes: Sequence[ClassLoad], *, replicas: int,
+    retry: RetrySpec, balancer: str = "least_outstanding", warmup_share: float = 0.1,
+    seed: int = 0,
+) -> SimResult:
+    """Simulate ``replicas`` ready replicas serving ``classes`` until every request is done."""
+    reqs = Requests()
+    rng = random.Random(seed)
+    n_cls = len(classes)
+    bs = engine_spec.block_size
+
+    # Original arrivals, merged over classes and cut at the shortest class horizon.
+    horizon = min(float(c.stream.unit_times[-1]) / c.rate_rps for c in classes)
+    times: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    index: list[np.ndarray] = []
+    for ci, c in enumerate(classes):
+        t = c.stream.unit_times / c.rate_rps
+        keep = t <= horizon
+        times.append(t[keep])
+        owners.append(np.full(int(keep.sum()), ci))
+        index.append(np.nonzero(keep)[0])
+    all_t = np.concatenate(times)
+    order = np.argsort(all_t, kind="stable")
+    arr_t = all_t[order].tolist()
+    arr_c = np.concatenate(owners)[order].tolist()
+    arr_i = np.concatenate(index)[order].tolist()
+    warm_cut = horizon * warmup_share
+    window = horizon - warm_cut
+
+    stats = [ClassStats(name=c.name) for c in classes]
+    prompt_l = [c.stream.prompt.tolist() for c in classes]
+    out_l = [c.stream.output.tolist() for c in classes]
+    cancel_l = [c.stream.cancel_fraction.tolist() for c in classes]
+    deadline = [c.deadline_s for c in classes]
+    qbound = [c.max_queue_depth for c in classes]
+    prio = [c.priority for c in classes]
+    share = [c.prefix_share if engine_spec.prefix_caching else 0.0 for c in classes]
+
+    arrival = reqs.arrival
+    origin = reqs.origin
+    rcls = reqs.cls
+    state = reqs.state
+    first_token = reqs.first_token
+    admitted = reqs.admitted
+    out = reqs.out
+    cancelled = reqs.cancelled
+
+    def on_complete(rid: int, now: float) -> None:
+        o = origin[rid]
+        t0 = arrival[o]
+        if t0 < warm_cut:
+            return
+        st = stats[rcls[rid]]
+        st.completed += 1
+        ft = first_token[rid]
+        st.ttft.append(ft - t0)
+        st.queue.append(admitted[rid] - t0)
+        n = out[rid]
+        st.output_tokens += n
+        if n > 1:
+            st.tpot.append((now - ft) / (n - 1))
+        if cancelled[rid]:
+            st.cancelled += 1
+        else:
+            st.e2e.append(now - t0)
+
+    engine = Engine(
+        reqs, engine_spec.step, kv_blocks=engine_spec.kv_blocks, block_size=bs,
+        max_num_seqs=engine_spec.max_num_seqs,
+        max_num_batched_tokens=engine_spec.max_num_batched_tokens, fcfs=engine_spec.fcfs,
+        chunked_prefill=engine_spec.chunked_prefill, on_complete=on_complete,
+    )
+    reps = [Replica(i, n_cls, engine_spec.fcfs) for i in range(replicas)]
+    heap: list[tuple[float, int, int, int, int]] = []
+    push = heapq.heappush
+    pop = heapq.heappop
+    seq = 0
+    retries_used = 0
+    originals_seen = 0
+    rr_next = 0
+    schedule = engine.schedule
+    can_admit = engine.can_admit_now
+    finish_step = engine.finish_step
+
+    def give_up_or_retry(rid: int, now: float) -> None:
+        nonlocal seq, retries_used
+        o = origin[rid]
+        c = rcls[rid]
+        a = reqs.attempt[rid]
+        in_window = arrival[o] >= warm_cut
+        budget_ok = retry.budget_ratio is None or retries_used < retry.budget_ratio * max(
+            1, originals_seen
+        )
+        if a < retry.max_attempts and budget_ok:
+            backoff = min(retry.backoff_max_s, retry.backoff_initial_s * 2.0 ** (a - 1))
+            if retry.jitter:
+                backoff *= rng.random()
+            new = reqs.add(
+                arrival=now + backoff, origin=o, cls=c, prio=reqs.prio[rid],
+                prompt=reqs.prompt[rid], out=out[rid], hit=reqs.hit[rid], attempt=a + 1,
+                cancelled=cancelled[rid], order=len(arrival),
+            )
+            retries_used += 1
+            if in_window:
+                stats[c].retries += 1
+            seq += 1
+            push(heap, (now + backoff, ARRIVAL, seq, new, 0))
+        elif in_window:
+            stats[c].shed += 1
+
+    def route(rid: int, now: float) -> None:
+        nonlocal seq, rr_next
+        if balancer == "round_robin":
+            r = reps[rr_next]
+            rr_next = (rr_next + 1) % replicas
+        elif balancer == "random":
+            r = reps[rng.randrange(replicas)]
+        else:
+            r = reps[0]
+            best = r.outstanding
+            for cand in reps:
+                load = len(cand.running) + cand.n_waiting
+                if load < best:
+                    best = load
+                    r = cand
+        c = rcls[rid]
+        bound = qbound[c]
+        if bound is not None and r.wait_by_class[c] >= bound:
+            state[rid] = SHED
+            give_up_or_retry(rid, now)
+            return
+        reqs.replica[rid] = r.index
+        r.wait_by_class[c] += 1
+        engine.enqueue(r, rid)
+        dl = deadline[c]
+        if dl != math.inf:
+            seq += 1
+            push(heap, (now + dl, DEADLINE, seq, rid, 0))
+        if r.mode == 0:
+            end = schedule(r, now)
+            if end >= 0:
+                seq += 1
+                push(heap, (end, STEP_END, seq, r.index, r.version))
+        elif r.mode == STRETCH and can_admit(r, rid):
+            end = engine.cut_stretch(r, now)
+            if end >= 0:
+                seq += 1
+                push(heap, (end, STEP_END, seq, r.index, r.version))
+
+    n_arr = len(arr_t)
+    ai = 0
+    now = 0.0
+    inf = math.inf
+    while True:
+        next_arr = arr_t[ai] if ai < n_arr else inf
+        if heap and (heap[0][0] < next_arr or (heap[0][0] == next_arr and heap[0][1] == 0)):
+            now, kind, _, a, b = pop(heap)
+            if kind == STEP_END:
+                r = reps[a]
+                if b != r.version:
+                    continue
+                finish_step(r, now)
+                end = schedule(r, now)
+                if end >= 0:
+                    seq += 1
+                    push(heap, (end, STEP_END, seq, a, r.version))
+            elif kind == ARRIVAL:
+                route(a, now)
+            else:  # DEADLINE: still waiting for its first admission -> shed
+                if state[a] == WAITING and admitted[a] != admitted[a]:
+                    state[a] = SHED
+                    r = reps[reqs.replica[a]]
+                    r.n_waiting -= 1
+                    r.wait_by_class[rcls[a]] -= 1
+                    give_up_or_retry(a, now)
+            continue
+        if next_arr == inf:
+            break
+        now = next_arr
+        c = arr_c[ai]
+        i = arr_i[ai]
+        ai += 1
+        p = prompt_l[c][i]
+        n_out = out_l[c][i]
+        frac = cancel_l[c][i]
+        is_cancel = frac == frac  # not NaN
+        if is_cancel:
+            n_out = max(1, int(frac * n_out))
+        hit = int(share[c] * p) // bs * bs
+        rid = reqs.add(
+            arrival=now, origin=-1, cls=c, prio=prio[c], prompt=p, out=n_out, hit=hit,
+            attempt=1, cancelled=is_cancel, order=len(arrival),
+        )
+        originals_seen += 1
+        if now >= warm_cut:
+            stats[c].requests += 1
+        route(rid, now)
+
+    busy = sum(r.busy_time for r in reps)
+    total_time = max(now, horizon, 1e-9)  # the run drains past the last arrival
+    completed = sum(s.completed for s in stats)
+    out_tok = sum(s.output_tokens for s in stats)
+    return SimResult(
+        per_class={s.name: s for s in stats},
+        replicas=replicas,
+        window_s=window,
+        offered_rps=sum(c.rate_rps for c in classes),
+        completed_rps=completed / window if window > 0 else 0.0,
+        output_tokens_per_s=out_tok / window if window > 0 else 0.0,
+        preemptions=sum(r.preemptions for r in reps),
+        kv_usage_peak=max(r.kv_peak for r in reps),
+        kv_usage_mean=sum(r.kv_area for r in reps) / max(busy, 1e-9),
+        waiting_mean_per_replica=sum(r.wait_area for r in reps) / (total_time * replicas),
+        busy_share=busy / (total_time * replicas),
+        attempts=len(arrival),
+        originals=originals_seen,
+        simulated_requests=len(arrival),
+    )

@@ -1,0 +1,533 @@
+"""Fit a ``WorkloadProfile`` from a request trace in one streaming pass.
+
+Trace forms read (CSV with a header row, or JSON Lines with one object per request):
+
+* **Azure LLM inference trace**: ``TIMESTAMP,ContextTokens,GeneratedTokens``; timestamps
+  are wall-clock strings with up to 7 fractional digits and no zone (read as UTC).
+* **Mooncake trace**: ``timestamp`` (ms since the trace's start), ``input_length``,
+  ``output_length`` (``hash_ids`` ignored). Timestamps are relative, so ``trace_start``
+  must be given.
+* **Generic form**: ``timestamp`` (ISO 8601 text, zone optional and UTC assumed, or Unix
+  seconds as a number), ``prompt_tokens``, ``output_tokens``; optional ``latency_s`` (the
+  request's end-to-end time, which makes concurrency measurable) and any other column, e.g.
+  one to split classes by (``class_by``).
+
+Memory is bounded: token lengths go into fixed log-spaced histograms
+(``registry.importers.stats.LengthSketch``, relative quantile error under ~1.1 %), arrivals
+into running moments and per-window counts (one integer per window of the trace's span), and
+concurrency into a heap of in-flight end times. Rows are processed in chunks with numpy.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import heapq
+import io
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from registry.errors import FieldProblem, InvalidInput
+from registry.importers.common import slug
+from registry.importers.stats import LengthSketch
+from registry.records.common import Basis, Distribution, TraceWindow
+from registry.records.workload import Arrival, ClassSLO, TrafficClass, WorkloadProfile
+
+_CHUNK = 65_536
+_MAX_CLASSES = 64
+# Timestamps below this many seconds are offsets, not Unix times (2001-09-09).
+_EPOCH_FLOOR = 1e9
+
+
+class _HashingReader(io.RawIOBase):
+    """A raw binary stream that hashes every byte it hands on, so digest and parse are one pass."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._raw.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.sha.update(data)
+        self.size += n
+        return n
+
+
+@dataclass(frozen=True)
+class _Columns:
+    form: str  # "azure", "mooncake", "generic"
+    timestamp: str
+    prompt: str
+    output: str
+    latency: str | None
+    ts_scale: float  # seconds per numeric timestamp unit
+
+
+def _columns(keys: list[str], *, source: str) -> _Columns:
+    lower = {k.strip().lower(): k for k in keys}
+    if {"timestamp", "contexttokens", "generatedtokens"} <= lower.keys():
+        return _Columns(
+            "azure",
+            lower["timestamp"],
+            lower["contexttokens"],
+            lower["generatedtokens"],
+            None,
+            1.0,
+        )
+    if {"timestamp", "input_length", "output_length"} <= lower.keys():
+        return _Columns(
+            "mooncake",
+            lower["timestamp"],
+            lower["input_length"],
+            lower["output_length"],
+            None,
+            1e-3,
+        )
+    if {"timestamp", "prompt_tokens", "output_tokens"} <= lower.keys():
+        return _Columns(
+            "generic",
+            lower["timestamp"],
+            lower["prompt_tokens"],
+            lower["output_tokens"],
+            lower.get("latency_s"),
+            1.0,
+        )
+    raise InvalidInput(
+        f"{source}: unknown trace columns",
+        problems=[
+            FieldProblem(
+                loc="timestamp",
+                message=(
+                    f"columns {sorted(keys)} match no trace form; expected Azure "
+                    "(TIMESTAMP, ContextTokens, GeneratedTokens), Mooncake (timestamp, "
+                    "input_length, output_length) or generic (timestamp, prompt_tokens, "
+                    "output_tokens[, latency_s])"
+                ),
+            )
+        ],
+        source=source,
+    )
+
+
+def _rows(stream: IO[bytes], *, source: str) -> Iterator[tuple[int, dict[str, Any] | list[str]]]:
+    """(line number, row) pairs; the first item is the header (CSV) or first object (JSONL)."""
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    first = ""
+    while not first.strip():
+        first = text.readline()
+        if not first:
+            raise InvalidInput(f"{source}: the trace is empty", source=source)
+    if first.lstrip().startswith("{"):
+        for i, line in enumerate(_chain([first], text), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(
+                    f"{source}: line {i} is not JSON",
+                    problems=[FieldProblem(loc=f"line {i}", message=exc.msg)],
+                    source=source,
+                ) from exc
+            if not isinstance(obj, dict):
+                raise InvalidInput(f"{source}: line {i} is not an object", source=source)
+            yield i, obj
+    else:
+        reader = csv.reader(_chain([first], text))
+        for i, row in enumerate(reader, start=1):
+            if row:
+                yield i, row
+
+
+def _chain(head: list[str], rest: IO[str]) -> Iterator[str]:
+    yield from head
+    yield from rest
+
+
+@dataclass
+class _ClassAcc:
+    prompt: LengthSketch = field(default_factory=LengthSketch)
+    output: LengthSketch = field(default_factory=LengthSketch)
+    count: int = 0
+    last_t: float | None = None
+    gap_n: int = 0
+    gap_sum: float = 0.0
+    gap_sq: float = 0.0
+    windows: dict[int, int] = field(default_factory=dict)
+    in_flight: list[float] = field(default_factory=list)
+    concurrency: LengthSketch = field(default_factory=LengthSketch)
+    # chunk buffers
+    t: list[float] = field(default_factory=list)
+    p: list[float] = field(default_factory=list)
+    o: list[float] = field(default_factory=list)
+    lat: list[float] = field(default_factory=list)
+
+    def flush(self, window_s: float) -> None:
+        if not self.t:
+            return
+        t = np.asarray(self.t, dtype=np.float64)
+        self.prompt.add_array(np.asarray(self.p, dtype=np.float64))
+        self.output.add_array(np.asarray(self.o, dtype=np.float64))
+        prev = np.concatenate([[self.last_t], t]) if self.last_t is not None else t
+        gaps = np.diff(prev)
+        self.gap_n += int(gaps.size)
+        self.gap_sum += float(gaps.sum())
+        self.gap_sq += float(np.dot(gaps, gaps))
+        self.last_t = float(t[-1])
+        idx, cnt = np.unique(np.floor(t / window_s).astype(np.int64), return_counts=True)
+        for k, c in zip(idx.tolist(), cnt.tolist(), strict=True):
+            self.windows[k] = self.windows.get(k, 0) + c
+        if self.lat:
+            # In flight at each arrival, the arrival included: pop what ended before it.
+            seen = np.empty(t.size, dtype=np.float64)
+            heap = self.in_flight
+            for j, (tj, lj) in enumerate(zip(self.t, self.lat, strict=True)):
+                while heap and heap[0] <= tj:
+                    heapq.heappop(heap)
+                heapq.heappush(heap, tj + lj)
+                seen[j] = len(heap)
+            self.concurrency.add_array(seen)
+        self.count += int(t.size)
+        self.t, self.p, self.o, self.lat = [], [], [], []
+
+
+@dataclass(frozen=True)
+class TraceFit:
+    """The fitted profile and what was learnt on the way (for reports and the CLI)."""
+
+    profile: WorkloadProfile
+    form: str
+    rows: int
+    digest: str
+    size_bytes: int
+    notes: tuple[str, ...]
+
+
+def _parse_ts(value: Any, cols: _Columns, *, line: int, source: str) -> datetime | float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) * cols.ts_scale
+    text = str(value).strip()
+    try:
+        return float(text) * cols.ts_scale
+    except ValueError:
+        pass
+    if cols.form == "mooncake":
+        raise _bad(line, cols.timestamp, f"{text!r} is not a number of ms", source)
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise _bad(
+            line, cols.timestamp, f"{text!r} is neither ISO 8601 nor a number", source
+        ) from exc
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+
+
+def _bad(line: int, column: str, message: str, source: str) -> InvalidInput:
+    return InvalidInput(
+        f"{source}: line {line}: {column}: {message}",
+        problems=[FieldProblem(loc=f"line {line}.{column}", message=message)],
+        source=source,
+    )
+
+
+def _number(value: Any, *, line: int, column: str, source: str) -> float:
+    try:
+        f = float(value)
+    except (TypeError, ValueError) as exc:
+        raise _bad(line, column, f"{value!r} is not a number", source) from exc
+    if not math.isfinite(f) or f < 0:
+        raise _bad(line, column, f"{value!r} is not a non-negative number", source)
+    return f
+
+
+def fit_trace(
+    path: Path,
+    *,
+    name: str,
+    slo: ClassSLO | Mapping[str, ClassSLO],
+    class_by: str | None = None,
+    window_s: float = 60.0,
+    priorities: Mapping[str, int] | None = None,
+    trace_start: datetime | None = None,
+    assumed_service_time_s: float | None = None,
+    default_class: str = "default",
+    trace_ref: str | None = None,
+) -> TraceFit:
+    """The full result of fitting a trace; ``workload_from_trace`` returns its profile."""
+    source = str(path)
+    if window_s <= 0:
+        raise InvalidInput("window_s must be positive", source=source)
+    if assumed_service_time_s is not None and assumed_service_time_s <= 0:
+        raise InvalidInput("assumed_service_time_s must be positive", source=source)
+    notes: list[str] = []
+    accs: dict[str, _ClassAcc] = {}
+    t0_dt: datetime | None = None
+    t0_num: float | None = None
+    prev = -math.inf
+    last = 0.0
+    rows = 0
+    with path.open("rb") as fh:
+        hashing = _HashingReader(fh)
+        buffered = io.BufferedReader(hashing, buffer_size=1 << 20)
+        it = _rows(buffered, source=source)
+        line, head = next(it)
+        if isinstance(head, dict):
+            cols = _columns(list(head.keys()), source=source)
+            pending: list[tuple[int, dict[str, Any] | list[str]]] = [(line, head)]
+            index: dict[str, int] = {}
+        else:
+            cols = _columns(head, source=source)
+            pending = []
+            index = {k: i for i, k in enumerate(head)}
+        if class_by is not None and class_by not in (index or head):
+            raise InvalidInput(
+                f"{source}: no column {class_by!r} to split classes by",
+                problems=[FieldProblem(loc="class_by", message=f"column {class_by!r} not found")],
+                source=source,
+            )
+        latency_col = cols.latency
+
+        def field_of(row: dict[str, Any] | list[str], key: str, ln: int) -> Any:
+            if isinstance(row, dict):
+                if key not in row:
+                    raise _bad(ln, key, "missing", source)
+                return row[key]
+            i = index[key]
+            if i >= len(row):
+                raise _bad(ln, key, "missing (short row)", source)
+            return row[i]
+
+        def rows_iter() -> Iterator[tuple[int, dict[str, Any] | list[str]]]:
+            yield from pending
+            yield from it
+
+        for ln, row in rows_iter():
+            ts = _parse_ts(field_of(row, cols.timestamp, ln), cols, line=ln, source=source)
+            if isinstance(ts, datetime):
+                if t0_dt is None:
+                    t0_dt = ts
+                t = (ts - t0_dt) / timedelta(seconds=1)
+            else:
+                if t0_num is None:
+                    t0_num = ts
+                t = ts - t0_num
+            if t < prev:
+                raise _bad(
+                    ln,
+                    cols.timestamp,
+                    "timestamps go backwards; the trace must be sorted by time",
+                    source,
+                )
+            prev = last = t
+            if class_by is not None:
+                cls = slug(str(field_of(row, class_by, ln)), max_len=60) or default_class
+            else:
+                cls = default_class
+            acc = accs.get(cls)
+            if acc is None:
+                if len(accs) >= _MAX_CLASSES:
+                    raise _bad(ln, class_by or "", f"more than {_MAX_CLASSES} classes", source)
+                acc = accs[cls] = _ClassAcc()
+            acc.t.append(t)
+            acc.p.append(
+                _number(field_of(row, cols.prompt, ln), line=ln, column=cols.prompt, source=source)
+            )
+            acc.o.append(
+                _number(field_of(row, cols.output, ln), line=ln, column=cols.output, source=source)
+            )
+            if latency_col is not None:
+                acc.lat.append(
+                    _number(
+                        field_of(row, latency_col, ln), line=ln, column=latency_col, source=source
+                    )
+                )
+            elif assumed_service_time_s is not None:
+                acc.lat.append(assumed_service_time_s)
+            rows += 1
+            if len(acc.t) >= _CHUNK:
+                acc.flush(window_s)
+        for acc in accs.values():
+            acc.flush(window_s)
+        # The row iterator ran to end of file, so every byte has passed through the hash.
+        digest = "sha256:" + hashing.sha.hexdigest()
+        size = hashing.size
+
+    if rows < 2:
+        raise InvalidInput(f"{source}: a trace needs at least two requests", source=source)
+    span = last
+    if span <= 0:
+        raise InvalidInput(f"{source}: every request has the same timestamp", source=source)
+    if t0_dt is not None:
+        start = t0_dt
+    else:
+        assert t0_num is not None
+        if t0_num < _EPOCH_FLOOR or cols.form == "mooncake":
+            if trace_start is None:
+                raise InvalidInput(
+                    f"{source}: timestamps are offsets from the trace's start; pass trace_start",
+                    problems=[
+                        FieldProblem(
+                            loc="trace_start",
+                            message="needed: the trace's timestamps are relative, not Unix time",
+                        )
+                    ],
+                    source=source,
+                )
+            start = trace_start + timedelta(seconds=t0_num)
+        else:
+            start = datetime.fromtimestamp(t0_num, tz=UTC)
+    end = start + timedelta(seconds=span)
+
+    if latency_col is not None:
+        notes.append(f"concurrency measured from arrivals and {latency_col} (in flight at arrival)")
+    elif assumed_service_time_s is not None:
+        notes.append(
+            f"concurrency ASSUMED: every request held for {assumed_service_time_s:g} s "
+            "(the trace has no completion times)"
+        )
+    else:
+        notes.append("concurrency not stated: the trace has no completion times")
+
+    classes: list[TrafficClass] = []
+    for cls_name in sorted(accs):
+        acc = accs[cls_name]
+        if acc.count < 2:
+            raise InvalidInput(
+                f"{source}: class {cls_name!r} has {acc.count} request; needs two or more",
+                problems=[FieldProblem(loc=f"classes.{cls_name}", message="fewer than 2 requests")],
+                source=source,
+            )
+        mean_rps = acc.count / span
+        peak_rps = max(acc.windows.values()) / window_s
+        if span < window_s:
+            notes.append(f"{cls_name}: trace shorter than one {window_s:g} s window")
+        peak_rps = max(peak_rps, mean_rps)
+        gap_mean = acc.gap_sum / acc.gap_n
+        gap_var = max(acc.gap_sq / acc.gap_n - gap_mean**2, 0.0)
+        cv = math.sqrt(gap_var) / gap_mean if gap_mean > 0 else 0.0
+        concurrency: Distribution | None = None
+        if acc.concurrency.count:
+            base = acc.concurrency.distribution(with_histogram=False)
+            if latency_col is None:
+                concurrency = base.model_copy(
+                    update={
+                        "basis": Basis.assumed,
+                        "reason": (
+                            f"in flight at each arrival if every request took "
+                            f"{assumed_service_time_s:g} s; the trace has no completion times"
+                        ),
+                    }
+                )
+                concurrency = Distribution.model_validate(concurrency.model_dump())
+            else:
+                concurrency = base
+        class_slo = slo if isinstance(slo, ClassSLO) else slo.get(cls_name)
+        if class_slo is None:
+            raise InvalidInput(
+                f"no SLO for class {cls_name!r}",
+                problems=[FieldProblem(loc=f"slo.{cls_name}", message="missing")],
+                source=source,
+            )
+        classes.append(
+            TrafficClass(
+                name=cls_name,
+                priority=(priorities or {}).get(cls_name, 0),
+                arrival=Arrival(
+                    basis=Basis.measured,
+                    mean_rps=mean_rps,
+                    peak_rps=peak_rps,
+                    peak_window_s=float(window_s),
+                    # The schema needs > 0; exactly periodic arrivals are recorded as ~0.
+                    interarrival_cv=max(cv, 1e-9),
+                ),
+                prompt_tokens=acc.prompt.distribution(),
+                output_tokens=acc.output.distribution(),
+                concurrency=concurrency,
+                slo=class_slo,
+            )
+        )
+    description = (
+        f"Measured from {cols.form} trace {path.name}: {rows} requests, "
+        f"{start.isoformat()} to {end.isoformat()}; SLOs given, not measured; " + "; ".join(notes)
+    )
+    profile = WorkloadProfile(
+        name=name,
+        description=description,
+        measurement=TraceWindow(
+            trace_ref=trace_ref or str(path),
+            trace_digest=digest,
+            window_start=start,
+            window_end=end,
+            requests=rows,
+        ),
+        classes=classes,
+    )
+    return TraceFit(
+        profile=profile,
+        form=cols.form,
+        rows=rows,
+        digest=digest,
+        size_bytes=size,
+        notes=tuple(notes),
+    )
+
+
+def workload_from_trace(
+    path: Path,
+    *,
+    name: str,
+    class_by: str | None = None,
+    window_s: float = 60.0,
+    slo: ClassSLO | Mapping[str, ClassSLO],
+    priorities: Mapping[str, int] | None = None,
+    trace_start: datetime | None = None,
+    assumed_service_time_s: float | None = None,
+    default_class: str = "default",
+    trace_ref: str | None = None,
+) -> WorkloadProfile:
+    """A ``WorkloadProfile`` measured from a request trace (CSV or JSON Lines), in one pass.
+
+    Measured from the trace: prompt and output token quantiles (p1..p99.9), coarse
+    power-of-two histograms, mean/min/max and sample counts per class; the mean arrival rate
+    (requests over the trace's span), the peak rate (most requests in any ``window_s``
+    window aligned to the trace's first request, divided by ``window_s``) and the
+    coefficient of variation of inter-arrival times; the trace's sha256 and time window.
+
+    Not measurable from a trace, so taken as arguments: ``slo`` (one ``ClassSLO`` for every
+    class, or a mapping class -> ``ClassSLO``; a class without one is an error) and
+    ``priorities`` (class -> priority, default 0).
+
+    Concurrency is *measured* only when the trace has per-request latencies (the generic
+    ``latency_s`` column): the number in flight at each arrival. Given
+    ``assumed_service_time_s`` instead, the same count is computed with that constant
+    service time and stored with ``basis: assumed`` and the reason; otherwise it is left out.
+
+    ``class_by`` names a column whose values (slugged) become class names. ``trace_start``
+    anchors relative timestamps (Mooncake). Timestamps without a zone are read as UTC.
+    Rows must be sorted by time. Raises ``InvalidInput`` for unreadable traces.
+    """
+    return fit_trace(
+        path,
+        name=name,
+        slo=slo,
+        class_by=class_by,
+        window_s=window_s,
+        priorities=priorities,
+        trace_start=trace_start,
+        assumed_service_time_s=assumed_service_time_s,
+        default_class=default_class,
+        trace_ref=trace_ref,
+    ).profile

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The README's test command: installs everything (virtual environment, PostgreSQL,
+# OPA), runs the linters and type checks, then the whole test suite on SQLite and on
+# a real PostgreSQL server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "python environment"
+bash scripts/bootstrap.sh --dev
+
+step "postgresql"
+CAPGATE_TEST_POSTGRES_URL="$(bash scripts/ci/postgres.sh | tail -n 1)"
+export CAPGATE_TEST_POSTGRES_URL
+
+step "opa"
+CAPGATE_OPA_BINARY="$(bash scripts/ci/opa.sh | tail -n 1)"
+export CAPGATE_OPA_BINARY
+
+step "ruff"
+.venv/bin/ruff check registry cli migrations tests benchmarks
+.venv/bin/ruff format --check registry cli tests benchmarks
+
+step "mypy"
+.venv/bin/mypy registry cli
+
+if compgen -G "policies/*/*.rego" >/dev/null; then
+    step "rego: opa check --strict, opa fmt, opa test"
+    "$CAPGATE_OPA_BINARY" check --strict policies
+    unformatted="$("$CAPGATE_OPA_BINARY" fmt --list policies)"
+    if [[ -n "$unformatted" ]]; then
+        echo "opa fmt would change: $unformatted" >&2
+        exit 1
+    fi
+    "$CAPGATE_OPA_BINARY" test policies --coverage --format=json > .cache-opa-coverage.json
+    .venv/bin/python scripts/ci/rego_coverage.py .cache-opa-coverage.json
+fi
+
+step "pytest"
+.venv/bin/pytest "$@"
