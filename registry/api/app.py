@@ -13,7 +13,7 @@ from registry.api.deps import DatabaseDep
 from registry.api.errors import error_body, install_error_handlers
 from registry.api.records import records_router
 from registry.errors import CapgateError
-from registry.records.kinds import SCHEMAS
+from registry.records.kinds import all_schemas
 from registry.storage.database import Database
 
 
@@ -23,7 +23,7 @@ def _openapi_with_record_schemas(app: FastAPI) -> dict[str, Any]:
         return app.openapi_schema
     spec = get_openapi(title=app.title, version=app.version, routes=app.routes)
     components = spec.setdefault("components", {}).setdefault("schemas", {})
-    for schema in SCHEMAS.values():
+    for schema in all_schemas().values():
         definition = schema.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(definition.pop("$defs", {}))
         components[schema.__name__] = definition

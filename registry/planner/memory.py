@@ -63,7 +63,11 @@ def kv_bytes_per_token(shape: ModelShape, tensor_parallel: int = 1) -> float:
 
 
 def activation_peak_bytes(
-    shape: ModelShape, *, tokens: int, max_num_seqs: int, tensor_parallel: int,
+    shape: ModelShape,
+    *,
+    tokens: int,
+    max_num_seqs: int,
+    tensor_parallel: int,
     params: MemoryParams,
 ) -> float:
     """Peak of vLLM's profiling pass: one layer's live tensors for ``tokens`` tokens plus logits.
@@ -72,7 +76,7 @@ def activation_peak_bytes(
     hidden-sized buffers dominate; the sampler's dummy run holds fp32 logits for
     ``max_num_seqs`` rows, twice (logits and probabilities).
     """
-    per_token = (2 * shape.intermediate_size / tensor_parallel + 4 * shape.hidden_size)
+    per_token = 2 * shape.intermediate_size / tensor_parallel + 4 * shape.hidden_size
     mlp = tokens * per_token * params.activation_bytes_per_elem
     logits = 2 * max_num_seqs * shape.vocab_size * 4.0 / tensor_parallel
     return mlp + logits
@@ -96,8 +100,11 @@ def memory_fit(
     requested = total * gpu_memory_utilization
     weights = shape.weights_total_bytes / tensor_parallel
     act = activation_peak_bytes(
-        shape, tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-        tensor_parallel=tensor_parallel, params=p,
+        shape,
+        tokens=max_num_batched_tokens,
+        max_num_seqs=max_num_seqs,
+        tensor_parallel=tensor_parallel,
+        params=p,
     )
     overhead = (p.non_torch_gib + (p.nccl_gib_when_tp if tensor_parallel > 1 else 0.0)) * GIB
     kv_avail = requested - weights - act - overhead
@@ -135,11 +142,20 @@ def memory_fit(
             f"of {block_size} tokens ({tokens} tokens); {worst} requests at the p99 context"
         )
     return MemoryFit(
-        tensor_parallel=tensor_parallel, total_gib=memory_gib, requested_gib=requested / GIB,
-        weights_gib=weights / GIB, activation_peak_gib=act / GIB,
-        runtime_overhead_gib=overhead / GIB, kv_cache_gib=max(0.0, kv_avail) / GIB,
-        kv_bytes_per_token=kv_bytes_per_token(shape, 1), kv_bytes_per_token_per_gpu=per_tok_gpu,
-        block_size=block_size, kv_blocks=blocks, kv_tokens=tokens,
-        max_concurrency_at_p99_context=worst, concurrency_by_class=by_class, fits=fits,
+        tensor_parallel=tensor_parallel,
+        total_gib=memory_gib,
+        requested_gib=requested / GIB,
+        weights_gib=weights / GIB,
+        activation_peak_gib=act / GIB,
+        runtime_overhead_gib=overhead / GIB,
+        kv_cache_gib=max(0.0, kv_avail) / GIB,
+        kv_bytes_per_token=kv_bytes_per_token(shape, 1),
+        kv_bytes_per_token_per_gpu=per_tok_gpu,
+        block_size=block_size,
+        kv_blocks=blocks,
+        kv_tokens=tokens,
+        max_concurrency_at_p99_context=worst,
+        concurrency_by_class=by_class,
+        fits=fits,
         reason=reason,
     )

@@ -15,9 +15,26 @@ class Requests:
     """Every attempt is a request; a retry is a new request pointing at its original."""
 
     __slots__ = (
-        "arrival", "origin", "cls", "prio", "prompt", "out", "hit", "attempt", "cancelled",
-        "state", "replica", "target", "computed", "gen", "dstep", "finish", "kvbase",
-        "first_token", "admitted", "order",
+        "admitted",
+        "arrival",
+        "attempt",
+        "cancelled",
+        "cls",
+        "computed",
+        "dstep",
+        "finish",
+        "first_token",
+        "gen",
+        "hit",
+        "kvbase",
+        "order",
+        "origin",
+        "out",
+        "prio",
+        "prompt",
+        "replica",
+        "state",
+        "target",
     )
 
     def __init__(self) -> None:
@@ -43,8 +60,18 @@ class Requests:
         self.order: list[int] = []
 
     def add(
-        self, *, arrival: float, origin: int, cls: int, prio: int, prompt: int, out: int,
-        hit: int, attempt: int, cancelled: bool, order: int,
+        self,
+        *,
+        arrival: float,
+        origin: int,
+        cls: int,
+        prio: int,
+        prompt: int,
+        out: int,
+        hit: int,
+        attempt: int,
+        cancelled: bool,
+        order: int,
     ) -> int:
         rid = len(self.arrival)
         self.arrival.append(arrival)

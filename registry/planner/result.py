@@ -204,6 +204,9 @@ class PlanRecomputation(_Out):
     memory: Memory
     step_time: StepFigures
     sizing: Sizing
+    slos: dict[str, dict[str, float]] = Field(
+        description="Per class, the workload's objectives the predictions are checked against."
+    )
     scenarios: dict[str, Scenario]
     slo_met: bool
     autoscaling: AutoscalingAdvice

@@ -21,9 +21,9 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def inverse_cdf(dist: Distribution, *, floor: float = 1.0, cap: float | None = None) -> tuple[
-    FloatArray, FloatArray
-]:
+def inverse_cdf(
+    dist: Distribution, *, floor: float = 1.0, cap: float | None = None
+) -> tuple[FloatArray, FloatArray]:
     """Knots (levels in [0, 1], values) of a piecewise log-linear inverse CDF."""
     if dist.quantiles:
         pts = sorted((quantile_level(k) / 100.0, max(v, floor)) for k, v in dist.quantiles.items())
@@ -66,7 +66,11 @@ def _extrapolate(pts: list[tuple[float, float]], level: float) -> float:
 
 
 def sample_lengths(
-    dist: Distribution, n: int, rng: np.random.Generator, *, cap: float | None = None,
+    dist: Distribution,
+    n: int,
+    rng: np.random.Generator,
+    *,
+    cap: float | None = None,
     log_space: bool = True,
 ) -> IntArray:
     levels, values = inverse_cdf(dist, cap=cap)
@@ -100,7 +104,11 @@ class ClassStream:
 
 
 def draw_class(
-    cls: TrafficClass, n: int, rng: np.random.Generator, *, max_model_len: int,
+    cls: TrafficClass,
+    n: int,
+    rng: np.random.Generator,
+    *,
+    max_model_len: int,
     uniform_cv: float | None = None,
 ) -> ClassStream:
     cv = uniform_cv if uniform_cv is not None else cls.arrival.interarrival_cv
@@ -113,6 +121,9 @@ def draw_class(
     cancelled = rng.random(n) < cls.cancellation_rate
     frac = np.where(cancelled, rng.random(n), np.nan)
     return ClassStream(
-        name=cls.name, unit_times=np.cumsum(gaps), prompt=prompt, output=output,
+        name=cls.name,
+        unit_times=np.cumsum(gaps),
+        prompt=prompt,
+        output=output,
         cancel_fraction=frac,
     )

@@ -42,10 +42,32 @@ PrioEntry = tuple[int, float, int, int]
 
 class Replica:
     __slots__ = (
-        "index", "fcfs", "waiting", "n_waiting", "wait_by_class", "running", "prefilling",
-        "n_dec", "ctx", "kv_tokens", "steps", "mode", "version", "start", "k", "lines",
-        "pending", "finish_heap", "preemptions", "kv_peak", "busy_time", "wait_area",
-        "kv_area", "usage", "wait_n", "pheap",
+        "busy_time",
+        "ctx",
+        "fcfs",
+        "finish_heap",
+        "index",
+        "k",
+        "kv_area",
+        "kv_peak",
+        "kv_tokens",
+        "lines",
+        "mode",
+        "n_dec",
+        "n_waiting",
+        "pending",
+        "pheap",
+        "preemptions",
+        "prefilling",
+        "running",
+        "start",
+        "steps",
+        "usage",
+        "version",
+        "wait_area",
+        "wait_by_class",
+        "wait_n",
+        "waiting",
     )
 
     def __init__(self, index: int, n_classes: int, fcfs: bool) -> None:
@@ -85,8 +107,16 @@ class Engine:
     """The scheduling rules and step costs shared by a run's replicas."""
 
     def __init__(
-        self, reqs: Requests, step: StepModel, *, kv_blocks: int, block_size: int,
-        max_num_seqs: int, max_num_batched_tokens: int, fcfs: bool, chunked_prefill: bool,
+        self,
+        reqs: Requests,
+        step: StepModel,
+        *,
+        kv_blocks: int,
+        block_size: int,
+        max_num_seqs: int,
+        max_num_batched_tokens: int,
+        fcfs: bool,
+        chunked_prefill: bool,
         on_complete: Callable[[int, float], None],
     ) -> None:
         self.reqs = reqs

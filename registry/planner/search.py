@@ -43,7 +43,7 @@ def p99_context(cls: TrafficClass, max_model_len: int) -> int:
 
     prompt = cls.prompt_tokens.quantile(99) or q99(inverse_cdf(cls.prompt_tokens))
     out = cls.output_tokens.quantile(99) or q99(inverse_cdf(cls.output_tokens))
-    return min(max_model_len, int(math.ceil(prompt + out)))
+    return min(max_model_len, math.ceil(prompt + out))
 
 
 def retry_spec(plan: CapacityPlan) -> RetrySpec:
@@ -102,12 +102,21 @@ def predict_classes(
                 f"{deadlines_s[cls.name] * 1e3:g} ms queue deadline (at most 1% may be)"
             )
         if queue99 is not None and queue99 > slo.queue_deadline_ms:
-            v.append(f"{cls.name}: queue_p99_ms {queue99:.0f} exceeds the queue deadline "
-                     f"{slo.queue_deadline_ms:g} ms")
+            v.append(
+                f"{cls.name}: queue_p99_ms {queue99:.0f} exceeds the queue deadline "
+                f"{slo.queue_deadline_ms:g} ms"
+            )
         out[cls.name] = ClassPrediction(
-            requests=st.requests, completed=st.completed, cancelled=st.cancelled, shed=st.shed,
-            retries=st.retries, shed_rate=round(st.shed_rate, 5), queue_p99_ms=queue99,
-            slo_met=not v, violations=v, **pred,
+            requests=st.requests,
+            completed=st.completed,
+            cancelled=st.cancelled,
+            shed=st.shed,
+            retries=st.retries,
+            shed_rate=round(st.shed_rate, 5),
+            queue_p99_ms=queue99,
+            slo_met=not v,
+            violations=v,
+            **pred,
         )
         all_violations.extend(v)
     return out, not all_violations, all_violations
@@ -117,8 +126,15 @@ class Evaluator:
     """Runs the simulation for one recomputation's inputs; memoised per configuration."""
 
     def __init__(
-        self, plan: CapacityPlan, workload: WorkloadProfile, provider: ProviderProfile,
-        shape: ModelShape, efficiency: Efficiency, *, seed: int, requests: int,
+        self,
+        plan: CapacityPlan,
+        workload: WorkloadProfile,
+        provider: ProviderProfile,
+        shape: ModelShape,
+        efficiency: Efficiency,
+        *,
+        seed: int,
+        requests: int,
     ) -> None:
         self.plan = plan
         self.workload = workload
@@ -145,6 +161,11 @@ class Evaluator:
         self._memory: dict[int, MemoryFit] = {}
         self._cache: dict[tuple[int, int, float, int], Evaluation] = {}
 
+    def set_efficiency(self, efficiency: Efficiency) -> None:
+        """Swap the step-time fractions, keeping the drawn requests (calibration reuses them)."""
+        self.efficiency = efficiency
+        self._cache.clear()
+
     @property
     def peak_rps(self) -> float:
         return sum(c.arrival.peak_rps for c in self.workload.classes)
@@ -153,25 +174,34 @@ class Evaluator:
         if tp not in self._memory:
             s = self.plan.serving
             self._memory[tp] = memory_fit(
-                self.shape, memory_gib=self.provider.accelerator.memory_gib, tensor_parallel=tp,
-                gpu_memory_utilization=s.gpu_memory_utilization, block_size=s.block_size,
-                max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
-                max_model_len=s.max_model_len, p99_context_by_class=self.p99_ctx,
+                self.shape,
+                memory_gib=self.provider.accelerator.memory_gib,
+                tensor_parallel=tp,
+                gpu_memory_utilization=s.gpu_memory_utilization,
+                block_size=s.block_size,
+                max_num_batched_tokens=s.max_num_batched_tokens,
+                max_num_seqs=s.max_num_seqs,
+                max_model_len=s.max_model_len,
+                p99_context_by_class=self.p99_ctx,
             )
         return self._memory[tp]
 
     def step_model(self, tp: int) -> StepModel:
-        return StepModel(self.shape, self.provider.accelerator, tensor_parallel=tp,
-                         efficiency=self.efficiency)
+        return StepModel(
+            self.shape, self.provider.accelerator, tensor_parallel=tp, efficiency=self.efficiency
+        )
 
     def engine(self, tp: int) -> EngineSpec:
         s = self.plan.serving
         return EngineSpec(
-            step=self.step_model(tp), kv_blocks=self.memory(tp).kv_blocks,
-            block_size=s.block_size, max_num_seqs=s.max_num_seqs,
+            step=self.step_model(tp),
+            kv_blocks=self.memory(tp).kv_blocks,
+            block_size=s.block_size,
+            max_num_seqs=s.max_num_seqs,
             max_num_batched_tokens=s.max_num_batched_tokens,
             fcfs=s.scheduling_policy is SchedulingPolicy.fcfs,
-            chunked_prefill=s.enable_chunked_prefill, prefix_caching=s.enable_prefix_caching,
+            chunked_prefill=s.enable_chunked_prefill,
+            prefix_caching=s.enable_prefix_caching,
         )
 
     def run(self, tp: int, replicas: int, load_factor: float = 1.0, limit: int = 0) -> Evaluation:
@@ -182,21 +212,41 @@ class Evaluator:
         for cls in self.workload.classes:
             stream = self.streams[cls.name]
             if limit:
-                n = max(50, int(limit * len(stream.prompt) / sum(
-                    len(s.prompt) for s in self.streams.values())))
+                n = max(
+                    50,
+                    int(
+                        limit
+                        * len(stream.prompt)
+                        / sum(len(s.prompt) for s in self.streams.values())
+                    ),
+                )
                 stream = ClassStream(
-                    name=stream.name, unit_times=stream.unit_times[:n], prompt=stream.prompt[:n],
-                    output=stream.output[:n], cancel_fraction=stream.cancel_fraction[:n],
+                    name=stream.name,
+                    unit_times=stream.unit_times[:n],
+                    prompt=stream.prompt[:n],
+                    output=stream.output[:n],
+                    cancel_fraction=stream.cancel_fraction[:n],
                 )
             adm = self.plan.admission.classes.get(cls.name)
-            loads.append(ClassLoad(
-                name=cls.name, priority=cls.priority, rate_rps=cls.arrival.peak_rps * load_factor,
-                stream=stream, deadline_s=self.deadlines[cls.name],
-                max_queue_depth=adm.max_queue_depth if adm else None,
-                prefix_share=cls.prefix_cache_share,
-            ))
-        sim = simulate(self.engine(tp), loads, replicas=replicas, retry=self.retry,
-                       balancer=self.plan.load_balancer, seed=self.seed)
+            loads.append(
+                ClassLoad(
+                    name=cls.name,
+                    priority=cls.priority,
+                    rate_rps=cls.arrival.peak_rps * load_factor,
+                    stream=stream,
+                    deadline_s=self.deadlines[cls.name],
+                    max_queue_depth=adm.max_queue_depth if adm else None,
+                    prefix_share=cls.prefix_cache_share,
+                )
+            )
+        sim = simulate(
+            self.engine(tp),
+            loads,
+            replicas=replicas,
+            retry=self.retry,
+            balancer=self.plan.load_balancer,
+            seed=self.seed,
+        )
         per_class, met, violations = predict_classes(sim, self.workload, self.deadlines)
         ev = Evaluation(sim=sim, per_class=per_class, slo_met=met, violations=violations)
         self._cache[key] = ev

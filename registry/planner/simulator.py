@@ -104,8 +104,13 @@ def percentile(values: Sequence[float] | NDArray[np.float64], q: float) -> float
 
 
 def simulate(
-    engine_spec: EngineSpec, classes: Sequence[ClassLoad], *, replicas: int,
-    retry: RetrySpec, balancer: str = "least_outstanding", warmup_share: float = 0.1,
+    engine_spec: EngineSpec,
+    classes: Sequence[ClassLoad],
+    *,
+    replicas: int,
+    retry: RetrySpec,
+    balancer: str = "least_outstanding",
+    warmup_share: float = 0.1,
     seed: int = 0,
 ) -> SimResult:
     """Simulate ``replicas`` ready replicas serving ``classes`` until every request is done."""
@@ -171,10 +176,15 @@ def simulate(
             st.e2e.append(now - t0)
 
     engine = Engine(
-        reqs, engine_spec.step, kv_blocks=engine_spec.kv_blocks, block_size=bs,
+        reqs,
+        engine_spec.step,
+        kv_blocks=engine_spec.kv_blocks,
+        block_size=bs,
         max_num_seqs=engine_spec.max_num_seqs,
-        max_num_batched_tokens=engine_spec.max_num_batched_tokens, fcfs=engine_spec.fcfs,
-        chunked_prefill=engine_spec.chunked_prefill, on_complete=on_complete,
+        max_num_batched_tokens=engine_spec.max_num_batched_tokens,
+        fcfs=engine_spec.fcfs,
+        chunked_prefill=engine_spec.chunked_prefill,
+        on_complete=on_complete,
     )
     reps = [Replica(i, n_cls, engine_spec.fcfs) for i in range(replicas)]
     heap: list[tuple[float, int, int, int, int]] = []
@@ -202,9 +212,16 @@ def simulate(
             if retry.jitter:
                 backoff *= rng.random()
             new = reqs.add(
-                arrival=now + backoff, origin=o, cls=c, prio=reqs.prio[rid],
-                prompt=reqs.prompt[rid], out=out[rid], hit=reqs.hit[rid], attempt=a + 1,
-                cancelled=cancelled[rid], order=len(arrival),
+                arrival=now + backoff,
+                origin=o,
+                cls=c,
+                prio=reqs.prio[rid],
+                prompt=reqs.prompt[rid],
+                out=out[rid],
+                hit=reqs.hit[rid],
+                attempt=a + 1,
+                cancelled=cancelled[rid],
+                order=len(arrival),
             )
             retries_used += 1
             if in_window:
@@ -294,8 +311,16 @@ def simulate(
             n_out = max(1, int(frac * n_out))
         hit = int(share[c] * p) // bs * bs
         rid = reqs.add(
-            arrival=now, origin=-1, cls=c, prio=prio[c], prompt=p, out=n_out, hit=hit,
-            attempt=1, cancelled=is_cancel, order=len(arrival),
+            arrival=now,
+            origin=-1,
+            cls=c,
+            prio=prio[c],
+            prompt=p,
+            out=n_out,
+            hit=hit,
+            attempt=1,
+            cancelled=is_cancel,
+            order=len(arrival),
         )
         originals_seen += 1
         if now >= warm_cut:

@@ -62,7 +62,11 @@ class StepModel:
     """
 
     def __init__(
-        self, shape: ModelShape, accel: AcceleratorSpec, *, tensor_parallel: int,
+        self,
+        shape: ModelShape,
+        accel: AcceleratorSpec,
+        *,
+        tensor_parallel: int,
         efficiency: Efficiency,
     ) -> None:
         tp = tensor_parallel
@@ -116,12 +120,14 @@ class StepModel:
         attends to; ``decode_ctx`` the KV tokens the decoding sequences read."""
         tokens = prefill_tokens + decodes
         mem = self.weight_time(tokens) + self.kv_time_per_token * decode_ctx
-        comp = (
-            self.flop_time_per_token * tokens
-            + self.attn_time_per_ctx_token * (prefill_ctx + decode_ctx)
+        comp = self.flop_time_per_token * tokens + self.attn_time_per_ctx_token * (
+            prefill_ctx + decode_ctx
         )
-        return self.overhead + (mem if mem > comp else comp) + self.comm_fixed + (
-            self.comm_per_token * tokens
+        return (
+            self.overhead
+            + (mem if mem > comp else comp)
+            + self.comm_fixed
+            + (self.comm_per_token * tokens)
         )
 
     def decode_lines(self, decodes: int, ctx: float) -> tuple[float, float, float, float, float]:

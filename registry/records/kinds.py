@@ -1,14 +1,31 @@
-"""The four record kinds and the schema each one is validated against."""
+"""The four record kinds and the schema each one is validated against.
+
+Schemas are imported on first use: listing or showing records needs only the kind's
+name, and building every pydantic schema costs the CLI a tenth of a second.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from registry.records.common import Metadata
-from registry.records.evidence import LoadTestEvidence
-from registry.records.plan import CapacityPlan
-from registry.records.provider import ProviderProfile
-from registry.records.workload import WorkloadProfile
+if TYPE_CHECKING:
+    from registry.records.common import Metadata
+
+_SCHEMA_PATHS = {
+    "workload": "registry.records.workload:WorkloadProfile",
+    "provider": "registry.records.provider:ProviderProfile",
+    "evidence": "registry.records.evidence:LoadTestEvidence",
+    "plan": "registry.records.plan:CapacityPlan",
+}
+
+COLLECTIONS = {
+    "workload": "workloads",
+    "provider": "providers",
+    "evidence": "evidence",
+    "plan": "plans",
+}
 
 
 class RecordKind(StrEnum):
@@ -19,24 +36,15 @@ class RecordKind(StrEnum):
 
     @property
     def schema(self) -> type[Metadata]:
-        return SCHEMAS[self]
+        module, _, attribute = _SCHEMA_PATHS[self.value].partition(":")
+        schema: type[Metadata] = getattr(import_module(module), attribute)
+        return schema
 
     @property
     def collection(self) -> str:
         """The URL segment under /v1 (plural, as REST users expect)."""
-        return COLLECTIONS[self]
+        return COLLECTIONS[self.value]
 
 
-SCHEMAS: dict[RecordKind, type[Metadata]] = {
-    RecordKind.workload: WorkloadProfile,
-    RecordKind.provider: ProviderProfile,
-    RecordKind.evidence: LoadTestEvidence,
-    RecordKind.plan: CapacityPlan,
-}
-
-COLLECTIONS: dict[RecordKind, str] = {
-    RecordKind.workload: "workloads",
-    RecordKind.provider: "providers",
-    RecordKind.evidence: "evidence",
-    RecordKind.plan: "plans",
-}
+def all_schemas() -> dict[RecordKind, type[Metadata]]:
+    return {kind: kind.schema for kind in RecordKind}

@@ -17,13 +17,9 @@ from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
 from registry.errors import FieldProblem, InvalidInput, NotFound
 from registry.records.common import Metadata
-from registry.records.evidence import LoadTestEvidence
 from registry.records.kinds import RecordKind
-from registry.records.plan import CapacityPlan
-from registry.records.provider import ProviderProfile
 from registry.records.references import parse_ref, pinned
 from registry.records.views import Page, RecordView, SeriesView, SubmitResult
-from registry.records.workload import WorkloadProfile
 from registry.storage.database import WriteContext
 from registry.storage.models import RecordRow
 from registry.storage.repository import RecordRepository
@@ -100,95 +96,6 @@ def load_model(row: RecordRow) -> BaseModel:
     return RecordKind(row.kind).schema.model_validate_json(row.content)
 
 
-# ---- cross-record checks: what a person expects once references are known ----------
-
-
-def _check_plan(plan: CapacityPlan, targets: dict[str, BaseModel]) -> list[FieldProblem]:
-    problems: list[FieldProblem] = []
-    provider = cast(ProviderProfile, targets["provider"])
-    workload = cast(WorkloadProfile, targets["workload"])
-    for zone in plan.replicas_per_zone:
-        if zone not in provider.zones:
-            problems.append(
-                FieldProblem(
-                    f"replicas_per_zone.{zone}",
-                    f"zone {zone!r} is not one of the provider's zones "
-                    f"({', '.join(provider.zones)})",
-                )
-            )
-    class_names = {c.name for c in workload.classes}
-    for section, names in (
-        ("admission.classes", plan.admission.classes),
-        ("claims.per_class", plan.claims.per_class),
-    ):
-        for name in names:
-            if name not in class_names:
-                problems.append(
-                    FieldProblem(
-                        f"{section}.{name}",
-                        f"traffic class {name!r} is not in workload {workload.name} "
-                        f"({', '.join(sorted(class_names))})",
-                    )
-                )
-    if plan.serving.max_model_len > provider.model.max_context_tokens:
-        problems.append(
-            FieldProblem(
-                "serving.max_model_len",
-                f"{plan.serving.max_model_len} exceeds the model's context length "
-                f"({provider.model.max_context_tokens})",
-            )
-        )
-    tp, heads = plan.parallelism.tensor_parallel, provider.model.attention_heads
-    if heads % tp:
-        problems.append(
-            FieldProblem(
-                "parallelism.tensor_parallel",
-                f"{tp} does not divide the model's {heads} attention heads",
-            )
-        )
-    return problems
-
-
-def _check_evidence(
-    evidence: LoadTestEvidence, targets: dict[str, BaseModel]
-) -> list[FieldProblem]:
-    workload = cast(WorkloadProfile, targets["workload"])
-    class_names = {c.name for c in workload.classes}
-    problems = [
-        FieldProblem(
-            f"results.per_class.{name}",
-            f"traffic class {name!r} is not in workload {workload.name} "
-            f"({', '.join(sorted(class_names))})",
-        )
-        for name in evidence.results.per_class
-        if name not in class_names
-    ]
-    if "plan" in targets:
-        plan = cast(CapacityPlan, targets["plan"])
-        for role in ("workload", "provider"):
-            stated = getattr(evidence.measured_against, role)
-            planned = getattr(plan, role)
-            if stated != planned:
-                problems.append(
-                    FieldProblem(
-                        f"measured_against.{role}",
-                        f"{stated} differs from the plan's {role} ({planned})",
-                    )
-                )
-    return problems
-
-
-def _cross_check(kind: RecordKind, record: Metadata, targets: dict[str, BaseModel]) -> None:
-    if kind is RecordKind.plan:
-        problems = _check_plan(cast(CapacityPlan, record), targets)
-    elif kind is RecordKind.evidence:
-        problems = _check_evidence(cast(LoadTestEvidence, record), targets)
-    else:
-        problems = []
-    if problems:
-        raise InvalidInput(f"invalid {kind.value} record", problems=problems)
-
-
 # ---- the verbs ---------------------------------------------------------------------
 
 
@@ -215,8 +122,10 @@ def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitRe
             ) from None
         targets[ref_field.role] = row
         _set_path(content, ref_field.path, pinned(row.name, row.version))
+    from registry.records.checks import cross_check
+
     pinned_record = kind.schema.model_validate(content)
-    _cross_check(kind, pinned_record, {role: load_model(r) for role, r in targets.items()})
+    cross_check(kind, pinned_record, {role: load_model(r) for role, r in targets.items()})
 
     digest = content_digest(content)
     existing = repo.by_digest(kind.value, digest)

@@ -414,7 +414,10 @@ def fit_trace(
         peak_rps = max(acc.windows.values()) / window_s
         if span < window_s:
             notes.append(f"{cls_name}: trace shorter than one {window_s:g} s window")
-        peak_rps = max(peak_rps, mean_rps)
+        if peak_rps < mean_rps:
+            # A window cut short by the trace's end can undercount; the mean is a floor.
+            notes.append(f"{cls_name}: peak raised to the mean rate (short last window)")
+            peak_rps = mean_rps
         gap_mean = acc.gap_sum / acc.gap_n
         gap_var = max(acc.gap_sq / acc.gap_n - gap_mean**2, 0.0)
         cv = math.sqrt(gap_var) / gap_mean if gap_mean > 0 else 0.0

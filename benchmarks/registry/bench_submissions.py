@@ -1,0 +1,148 @@
+"""Submissions per second through the REST API, on SQLite and on PostgreSQL.
+
+Starts a real `uvicorn` server process on loopback against a fresh, migrated database,
+then submits distinct workload versions from several client threads over HTTP and
+reports throughput and latency percentiles. PostgreSQL runs when
+CAPGATE_TEST_POSTGRES_URL names a role that may create databases.
+
+    .venv/bin/python -m benchmarks.registry.bench_submissions [--requests 600] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from registry.records.documents import load_document
+from registry.storage import migrate
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chat-assistant" / "workload.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def sqlite_database() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/bench.db"
+        migrate.upgrade(url)
+        yield url
+
+
+@contextmanager
+def postgres_database(admin_url: str) -> Iterator[str]:
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"capgate_bench_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def api_server(database_url: str, workers: int) -> Iterator[str]:
+    port = free_port()
+    env = dict(os.environ, CAPGATE_DATABASE_URL=database_url)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "registry.api.server:app", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "warning", "--workers", str(workers)],
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("API server did not become ready")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def run(base: str, requests: int, clients: int) -> dict[str, float]:
+    template = load_document(EXAMPLE)
+    per_client = requests // clients
+
+    def client(index: int) -> list[float]:
+        latencies = []
+        with httpx.Client(base_url=base, timeout=30) as http:
+            for i in range(per_client):
+                # Half the submissions extend one shared series (version races between
+                # clients), half start new series.
+                name = "bench-shared" if i % 2 else f"bench-{index}-{i}"
+                document: dict[str, Any] = dict(template, name=name,
+                                                description=f"client {index} rev {i}")
+                start = time.perf_counter()
+                response = http.post("/v1/workloads", json=document)
+                latencies.append(time.perf_counter() - start)
+                if response.status_code != 201:
+                    raise RuntimeError(f"unexpected {response.status_code}: {response.text}")
+        return latencies
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        latencies = [x for chunk in pool.map(client, range(clients)) for x in chunk]
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "submissions": len(latencies),
+        "per_second": len(latencies) / elapsed,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[int(0.99 * (len(latencies) - 1))] * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=600)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    args = parser.parse_args()
+    backends: list[tuple[str, Any]] = [("sqlite", sqlite_database())]
+    admin = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
+    if admin:
+        backends.append(("postgresql", postgres_database(admin)))
+    print("| database | server workers | clients | submissions | per second | p50 ms | p99 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for label, database in backends:
+        with database as url, api_server(url, args.workers) as base:
+            result = run(base, args.requests, args.clients)
+        print(f"| {label} | {args.workers} | {args.clients} | {result['submissions']:.0f} | "
+              f"{result['per_second']:.0f} | {result['p50_ms']:.1f} | {result['p99_ms']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""The input document a gate decision evaluates: the contract between registry and Rego.
+
+The registry assembles it (plan, workload, provider, evidence with freshness, the
+planner's recomputation); the policies read only this. Everything time-dependent
+(ages, staleness) is computed here in Python, so the policies do no clock or date
+parsing and both engines see exactly the same numbers. It is validated against these
+models before evaluation: a malformed input is an error, never an allow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecordIdentity(_Doc):
+    ref: str = Field(description="name@vN")
+    digest: str
+
+
+# ---- plan -----------------------------------------------------------------------
+
+
+class PlanInput(RecordIdentity):
+    tensor_parallel: int
+    gpus_per_replica: int
+    replicas_per_zone: dict[str, int]
+    total_replicas: int = Field(description="Sum of replicas_per_zone.")
+    serving: dict[str, Any] = Field(description="The plan's serving config, as submitted.")
+    admission: dict[str, Any] = Field(description="{classes: {name: {...}}, retry: {...}}.")
+    autoscaling: dict[str, Any] | None
+    drain: dict[str, Any] | None
+    warmup: dict[str, Any] | None
+    reserve: dict[str, Any] | None
+    claims: dict[str, Any]
+
+
+# ---- workload -------------------------------------------------------------------
+
+
+class MeasuredFlags(_Doc):
+    """Which of a class's distributions were measured (with samples) rather than assumed."""
+
+    prompt_tokens: bool
+    output_tokens: bool
+    concurrency: bool = Field(description="False when absent or assumed.")
+    arrival: bool
+
+
+class WorkloadClassInput(_Doc):
+    priority: int
+    mean_rps: float
+    peak_rps: float
+    interarrival_cv: float
+    max_output_tokens: int | None
+    cancellation_rate: float
+    slo: dict[str, float] = Field(
+        description="ttft_p99_ms, tpot_p99_ms, e2e_p99_ms, queue_deadline_ms."
+    )
+    measured: MeasuredFlags
+    prompt_tokens_samples: int | None
+    output_tokens_samples: int | None
+
+
+class WorkloadInput(RecordIdentity):
+    classes: dict[str, WorkloadClassInput]
+    peak_rps: float = Field(description="Sum of the classes' peak rates.")
+    trace_digest: str | None = Field(description="Digest of the trace measured numbers came from.")
+
+
+# ---- provider -------------------------------------------------------------------
+
+
+class ProviderInput(RecordIdentity):
+    model: str
+    accelerator: str
+    accelerator_memory_gib: float
+    interconnect: str = Field(description="nvlink, pcie or infinity_fabric.")
+    interconnect_bandwidth_gb_s: float
+    zones: list[str]
+    warmup_s: float = Field(description="Measured cold start to ready, seconds.")
+    runtime: str
+    runtime_version: str
+
+
+# ---- evidence -------------------------------------------------------------------
+
+
+class EvidenceClassInput(_Doc):
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    e2e_p99_ms: float | None
+    queue_p99_ms: float | None
+
+
+class EvidenceFindings(_Doc):
+    """Computed at import or submission: is the test realistic?"""
+
+    prompt_tokens_cv: float | None = Field(description="Coefficient of variation of prompts.")
+    output_tokens_cv: float | None
+    cancellation_exercised: bool
+    priority_classes: int = Field(description="Distinct priorities among the offered classes.")
+
+
+class EvidenceInput(RecordIdentity):
+    tool: str
+    fresh: bool = Field(description="False when stale for any reason below, or too old.")
+    stale_reasons: list[str]
+    age_days: float
+    measured_against: dict[str, str | None] = Field(
+        description="workload, provider and plan refs (plan may be null)."
+    )
+    replicas: int
+    offered_rps_per_replica: float | None
+    classes: list[str]
+    per_class: dict[str, EvidenceClassInput]
+    findings: EvidenceFindings
+    tp_degree: int = Field(description="Tensor-parallel degree of the serving config tested.")
+    interconnect: str = Field(description="Interconnect of the provider the test ran on.")
+
+
+# ---- recomputation --------------------------------------------------------------
+
+
+class PredictedClass(_Doc):
+    ttft_p99_ms: float
+    tpot_p99_ms: float
+    e2e_p99_ms: float
+    queue_p99_ms: float
+    shed_rate: float
+    slo_met: bool
+
+
+class Scenario(_Doc):
+    ready_replicas: int
+    slo_met: bool
+    per_class: dict[str, PredictedClass]
+
+
+class ClaimCheck(_Doc):
+    claimed: float
+    predicted: float
+    relative_error: float = Field(description="|claimed - predicted| / predicted.")
+
+
+class RecomputationInput(_Doc):
+    planner_version: str
+    fits: bool = Field(description="The model and one max-length request fit a replica.")
+    fits_single_gpu: bool = Field(description="The model fits one accelerator at TP=1.")
+    min_ready_replicas_at_peak: int
+    warmup_headroom_replicas: int = Field(
+        description="Extra ready replicas to absorb the peak's growth during one warm-up."
+    )
+    peak_rps_per_replica: float = Field(description="Workload peak over the plan's ready replicas.")
+    longest_stream_s: float = Field(
+        description="Longest allowed stream: TTFT p99 + max_output_tokens x TPOT p99, seconds."
+    )
+    e2e_p99_ms_max: float = Field(description="Largest predicted p99 end-to-end across classes.")
+    scenarios: dict[str, Scenario] = Field(
+        description="peak, one_worker_lost, largest_zone_lost."
+    )
+    claims_check: dict[str, dict[str, ClaimCheck]] = Field(
+        description="class -> metric (ttft_p99_ms, ...) -> claimed vs predicted."
+    )
+    tp_latency_gain: float | None = Field(
+        description="Predicted relative p99 TPOT gain of the plan's TP over TP=1 (null at TP=1)."
+    )
+
+
+class GateInput(_Doc):
+    plan: PlanInput
+    workload: WorkloadInput
+    provider: ProviderInput
+    evidence: list[EvidenceInput]
+    recomputation: RecomputationInput
+
+
+def input_json_schema() -> dict[str, Any]:
+    return GateInput.model_json_schema()

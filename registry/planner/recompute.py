@@ -1,0 +1,535 @@
+"""The full recomputation of a capacity plan, independent of what the plan claims."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from registry.planner.calibration import EvidenceItem, calibrate
+from registry.planner.catalog import resolve_model
+from registry.planner.memory import MemoryFit
+from registry.planner.result import (
+    AutoscalingAdvice,
+    ClaimCheck,
+    ClaimsCheck,
+    Cost,
+    LoadPoint,
+    Memory,
+    ModelSummary,
+    PlanRecomputation,
+    Scenario,
+    Sizing,
+    StepFigures,
+    TPOption,
+)
+from registry.planner.search import Evaluation, Evaluator
+from registry.planner.step_time import Efficiency
+from registry.records.evidence import LoadTestEvidence
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.workload import WorkloadProfile
+
+PLANNER_VERSION = "capgate-planner 0.1.0"
+
+SIM_REQUESTS = 8000
+CURVE_REQUESTS = 4000
+CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+CLAIM_TOLERANCE = 0.25
+
+
+def _memory(m: MemoryFit) -> Memory:
+    return Memory(
+        tensor_parallel=m.tensor_parallel,
+        total_gib=m.total_gib,
+        usable_gib=round(m.requested_gib, 3),
+        weights_gib=round(m.weights_gib, 3),
+        activation_peak_gib=round(m.activation_peak_gib, 3),
+        runtime_overhead_gib=round(m.runtime_overhead_gib, 3),
+        kv_cache_gib=round(m.kv_cache_gib, 3),
+        kv_bytes_per_token=m.kv_bytes_per_token,
+        kv_bytes_per_token_per_gpu=m.kv_bytes_per_token_per_gpu,
+        block_size=m.block_size,
+        kv_blocks=m.kv_blocks,
+        kv_tokens=m.kv_tokens,
+        max_concurrency_at_p99_context=m.max_concurrency_at_p99_context,
+        concurrency_by_class=dict(m.concurrency_by_class),
+        fits=m.fits,
+        reason=m.reason,
+    )
+
+
+def _scenario(
+    name: str,
+    ev: Evaluation | None,
+    *,
+    ready: int,
+    lost: int,
+    tp: int,
+    offered: float,
+    load: float,
+    notes: list[str],
+    workload: WorkloadProfile,
+    reason: str = "",
+) -> Scenario:
+    if ev is None:
+        why = reason or "no ready replica"
+        return Scenario(
+            name=name,
+            ready_replicas=ready,
+            lost_replicas=lost,
+            tensor_parallel=tp,
+            offered_rps=offered,
+            load_factor=load,
+            per_class={},
+            slo_met=False,
+            violations=[why],
+            completed_rps=0.0,
+            output_tokens_per_s=0.0,
+            preemptions=0,
+            kv_usage_peak=0.0,
+            kv_usage_mean=0.0,
+            waiting_mean_per_replica=0.0,
+            retry_amplification=0.0,
+            simulated_requests=0,
+            notes=notes,
+        )
+    sim = ev.sim
+    return Scenario(
+        name=name,
+        ready_replicas=ready,
+        lost_replicas=lost,
+        tensor_parallel=tp,
+        offered_rps=round(offered, 4),
+        load_factor=load,
+        per_class=ev.per_class,
+        slo_met=ev.slo_met,
+        violations=ev.violations,
+        completed_rps=round(sim.completed_rps, 3),
+        output_tokens_per_s=round(sim.output_tokens_per_s, 1),
+        preemptions=sim.preemptions,
+        kv_usage_peak=round(sim.kv_usage_peak, 4),
+        kv_usage_mean=round(sim.kv_usage_mean, 4),
+        waiting_mean_per_replica=round(sim.waiting_mean_per_replica, 3),
+        retry_amplification=round(sim.attempts / max(1, sim.originals), 4),
+        simulated_requests=sim.simulated_requests,
+        notes=notes,
+    )
+
+
+def _worst(ev: Evaluation, key: str) -> float | None:
+    values = [getattr(p, key) for p in ev.per_class.values() if getattr(p, key) is not None]
+    return max(values) if values else None
+
+
+def _tp_candidates(ev: Evaluator, plan_tp: int) -> list[int]:
+    shape = ev.shape
+    per_node = ev.provider.accelerator.per_node
+    options = [tp for tp in (1, 2, 4, 8) if tp <= per_node and shape.attention_heads % tp == 0]
+    fitting = [tp for tp in options if ev.memory(tp).fits]
+    # The smallest TP that fits and the next two degrees: wider partitioning only adds
+    # all-reduce cost once the model fits with room for KV.
+    chosen = fitting[:3]
+    if plan_tp in options and plan_tp not in chosen:
+        chosen.append(plan_tp)
+    return sorted(set(chosen)) or [plan_tp]
+
+
+def _claim(claimed: float | None, predicted: float | None) -> ClaimCheck:
+    if claimed is None or predicted is None or predicted == 0:
+        return ClaimCheck(
+            claimed=claimed,
+            predicted=predicted,
+            relative_error=None,
+            optimistic=False,
+            within_tolerance=claimed is None,
+        )
+    rel = (claimed - predicted) / predicted
+    return ClaimCheck(
+        claimed=claimed,
+        predicted=round(predicted, 3),
+        relative_error=round(rel, 4),
+        optimistic=claimed < predicted,
+        within_tolerance=abs(rel) <= CLAIM_TOLERANCE,
+    )
+
+
+def recompute(
+    plan: CapacityPlan,
+    workload: WorkloadProfile,
+    provider: ProviderProfile,
+    *,
+    evidence: Sequence[LoadTestEvidence | tuple[LoadTestEvidence, ProviderProfile]] = (),
+    seed: int = 0,
+) -> PlanRecomputation:
+    """Recompute what ``plan`` needs from the workload and provider, whatever it claims.
+
+    ``evidence`` items are load tests, optionally paired with the provider profile they ran
+    against (a bare record is taken to have run against ``provider`` when its reference
+    names it); those on the same accelerator and runtime calibrate the step-time model.
+    """
+    shape = resolve_model(provider)
+    items: list[EvidenceItem] = list(evidence)
+    base = Efficiency()
+    efficiency, calibration = calibrate(
+        items,
+        plan=plan,
+        workload=workload,
+        provider=provider,
+        shape=shape,
+        base=base,
+        seed=seed,
+    )
+    ev = Evaluator(plan, workload, provider, shape, efficiency, seed=seed, requests=SIM_REQUESTS)
+    findings: list[str] = list(shape.notes)
+    plan_tp = plan.parallelism.tensor_parallel
+    zones = list(plan.replicas_per_zone)
+    price = provider.price_per_accelerator_hour_usd
+    peak = ev.peak_rps
+    mean = sum(c.arrival.mean_rps for c in workload.classes)
+
+    # --- tensor parallelism: replication versus partitioning ------------------------------
+    options: list[TPOption] = []
+    mins: dict[int, int | None] = {}
+    for tp in _tp_candidates(ev, plan_tp):
+        mem = ev.memory(tp)
+        r = ev.min_replicas(tp) if mem.fits else None
+        mins[tp] = r
+        if r is None:
+            options.append(
+                TPOption(
+                    tensor_parallel=tp,
+                    gpus_per_replica=tp,
+                    fits=mem.fits,
+                    memory_reason=mem.reason,
+                    kv_tokens=mem.kv_tokens,
+                    min_ready_replicas_at_peak=None,
+                    gpus_at_peak=None,
+                    worst_ttft_p99_ms=None,
+                    worst_tpot_p99_ms=None,
+                    throughput_per_gpu_rps=None,
+                    cost_per_hour_at_peak_usd=None,
+                    slo_met=False,
+                    reason="does not fit in memory"
+                    if not mem.fits
+                    else "no replica count met the SLOs",
+                )
+            )
+            continue
+        at = ev.run(tp, r)
+        gpus = r * tp
+        options.append(
+            TPOption(
+                tensor_parallel=tp,
+                gpus_per_replica=tp,
+                fits=True,
+                memory_reason=mem.reason,
+                kv_tokens=mem.kv_tokens,
+                min_ready_replicas_at_peak=r,
+                gpus_at_peak=gpus,
+                worst_ttft_p99_ms=_worst(at, "ttft_p99_ms"),
+                worst_tpot_p99_ms=_worst(at, "tpot_p99_ms"),
+                throughput_per_gpu_rps=round(peak / gpus, 3),
+                cost_per_hour_at_peak_usd=None if price is None else round(gpus * price, 2),
+                slo_met=True,
+                reason=f"{r} replica(s) x {tp} GPU(s) = {gpus} GPUs meet every p99 SLO",
+            )
+        )
+    viable = [o for o in options if o.slo_met and o.gpus_at_peak is not None]
+    if viable:
+        best = min(viable, key=lambda o: (o.gpus_at_peak or 0, o.tensor_parallel))
+        chosen_tp = best.tensor_parallel
+        others = [
+            f"TP={o.tensor_parallel} needs {o.gpus_at_peak} GPUs "
+            f"(p99 TPOT {o.worst_tpot_p99_ms:.0f} ms)"
+            for o in viable
+            if o is not best
+        ]
+        tp_reason = (
+            f"TP={chosen_tp}: {best.min_ready_replicas_at_peak} x {chosen_tp} = "
+            f"{best.gpus_at_peak} GPUs at peak, p99 TPOT {best.worst_tpot_p99_ms:.0f} ms, "
+            f"{best.throughput_per_gpu_rps:.2f} req/s per GPU, the fewest GPUs"
+            + (f"; {'; '.join(others)}" if others else "")
+            + (
+                "; replication is chosen over partitioning: the model fits one GPU and more "
+                "GPUs per replica only add all-reduce time"
+                if chosen_tp == 1
+                else "; the smallest degree at which the model fits with room for KV"
+            )
+        )
+    else:
+        chosen_tp = plan_tp
+        tp_reason = "no tensor-parallel degree met the SLOs at any replica count searched"
+    if chosen_tp != plan_tp:
+        findings.append(f"the plan uses TP={plan_tp}; the recomputation prefers TP={chosen_tp}")
+
+    # --- sizing and reserve for the plan's own TP -----------------------------------------
+    plan_mem = ev.memory(plan_tp)
+    r_min = mins.get(plan_tp) if plan_tp in mins else ev.min_replicas(plan_tp)
+    notes: list[str] = []
+    warm = provider.warmup.cold_start_to_ready_s
+    if plan.warmup is not None and plan.warmup.count_warming_as_capacity:
+        findings.append("the plan counts warming replicas as capacity; the planner does not")
+    n_zones = len(zones)
+    if r_min is not None:
+        per_zone = math.ceil(r_min / (n_zones - 1)) if n_zones > 1 else r_min + 1
+        # One worker lost must leave r_min too (already implied when per_zone >= 1).
+        while n_zones * per_zone - 1 < r_min:
+            per_zone += 1
+        recommended = {z: per_zone for z in zones}
+        rec_total = per_zone * n_zones
+        reserve = rec_total - r_min
+        if n_zones == 1:
+            notes.append("one zone only: no replica count survives the loss of the zone")
+        # Headroom: the load the fleet must carry before new replicas are ready. The fastest
+        # observed swing is mean -> peak within one peak window; during one warm-up the load
+        # can rise by that slope times the warm-up, capped at the peak.
+        per_replica = peak / r_min
+        rise_total = sum(
+            (c.arrival.peak_rps - c.arrival.mean_rps) * min(1.0, warm / c.arrival.peak_window_s)
+            for c in workload.classes
+        )
+        headroom = math.ceil(rise_total / per_replica - 1e-9)
+        r_mean = math.ceil(r_min * mean / peak - 1e-9)
+        notes.append(
+            f"warm-up {warm:g} s: the load can rise by {rise_total:.1f} req/s before a new "
+            f"replica is ready ({headroom} replica(s) at {per_replica:.1f} req/s each)"
+        )
+    else:
+        recommended = {}
+        rec_total = None
+        reserve = None
+        headroom = 0
+        r_mean = 0
+        notes.append("no replica count met the SLOs for the plan's TP degree")
+    plan_total = plan.total_replicas
+    largest_zone = max(plan.replicas_per_zone.values())
+    meets_reserve = (
+        r_min is not None and plan_total - largest_zone >= r_min and (plan_total - 1 >= r_min)
+    )
+
+    # --- the plan's failure scenarios at peak ----------------------------------------------
+    scenarios: dict[str, Scenario] = {}
+    for name, lost, note in (
+        ("peak", 0, "all of the plan's replicas ready"),
+        ("one_worker_lost", 1, "one worker lost; replicas are assumed spread one per worker"),
+        ("largest_zone_lost", largest_zone, "the zone with the most replicas lost"),
+    ):
+        ready = plan_total - lost
+        if not plan_mem.fits:
+            scenarios[name] = _scenario(
+                name,
+                None,
+                ready=ready,
+                lost=lost,
+                tp=plan_tp,
+                offered=peak,
+                load=1.0,
+                notes=[note],
+                workload=workload,
+                reason=plan_mem.reason,
+            )
+            continue
+        evaluation = ev.run(plan_tp, ready) if ready > 0 else None
+        scenarios[name] = _scenario(
+            name,
+            evaluation,
+            ready=ready,
+            lost=lost,
+            tp=plan_tp,
+            offered=peak,
+            load=1.0,
+            notes=[note],
+            workload=workload,
+        )
+    slo_met = all(s.slo_met for s in scenarios.values())
+    for s in scenarios.values():
+        if not s.slo_met:
+            findings.append(
+                f"scenario {s.name} ({s.ready_replicas} ready): " + "; ".join(s.violations[:3])
+            )
+
+    # --- autoscaling ------------------------------------------------------------------------
+    boundary = ev.run(plan_tp, r_min) if r_min is not None else None
+    waiting_target = max(1.0, round(boundary.sim.waiting_mean_per_replica, 1)) if boundary else 1.0
+    kv_target = round(min(0.95, boundary.sim.kv_usage_mean), 2) if boundary else 0.8
+    drain_s = 0.0
+    for s in scenarios.values():
+        for p in s.per_class.values():
+            if p.e2e_p99_ms is not None:
+                drain_s = max(drain_s, p.e2e_p99_ms / 1e3)
+    if plan.drain is not None:
+        drain_s = max(drain_s, plan.drain.termination_grace_period_s)
+    if r_min is not None:
+        # Ready replicas needed at the quietest time: enough for the load reachable within one
+        # warm-up, never more than the peak needs; then the zone reserve on top.
+        ready_floor = min(r_min, r_mean + headroom)
+        floor_per_zone = math.ceil(ready_floor / (n_zones - 1)) if n_zones > 1 else ready_floor + 1
+        min_replicas = floor_per_zone * n_zones
+    else:
+        min_replicas = plan_total
+    max_replicas = max(min_replicas, (rec_total or plan_total) + (r_min or 0))
+    autoscaling = AutoscalingAdvice(
+        metric="vllm:num_requests_waiting",
+        target=waiting_target,
+        alternative_metric="vllm:kv_cache_usage_perc",
+        alternative_target=kv_target,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        scale_up_stabilization_s=0.0,
+        scale_down_stabilization_s=float(max(300.0, math.ceil(drain_s))),
+        reason=(
+            "queue depth (or KV usage), not CPU: the HPA sets aside unready pods only for the "
+            "CPU resource, and GPU serving saturates on KV and batch, not CPU; target = mean "
+            f"waiting requests per replica at the smallest SLO-meeting fleet at peak; min "
+            f"covers the load reachable within one warm-up ({warm:g} s) plus the zone reserve; "
+            f"scale-down stabilisation at least the drain time ({drain_s:.0f} s, the longest "
+            "p99 request or the grace period)"
+        ),
+    )
+
+    # --- cost -------------------------------------------------------------------------------
+    gpus = plan_total * plan.parallelism.gpus_per_replica
+    tokens_per_hour = sum(
+        c.arrival.mean_rps * float(np.mean(ev.streams[c.name].output)) * 3600.0
+        for c in workload.classes
+    )
+    cost = Cost(
+        gpus=gpus,
+        price_per_gpu_hour_usd=price,
+        per_hour_usd=None if price is None else round(gpus * price, 2),
+        per_million_output_tokens_usd=(
+            None
+            if price is None or tokens_per_hour == 0
+            else round(gpus * price / tokens_per_hour * 1e6, 4)
+        ),
+        recommended_per_hour_usd=(
+            None
+            if price is None or rec_total is None
+            else round(rec_total * plan.parallelism.gpus_per_replica * price, 2)
+        ),
+        basis="the plan's replicas around the clock; output tokens at the workload's mean rate",
+    )
+
+    # --- claims versus recomputation -------------------------------------------------------
+    peak_sc = scenarios["peak"]
+    per_class_claims: dict[str, dict[str, ClaimCheck]] = {}
+    claim_findings: list[str] = []
+    for cname, claim in plan.claims.per_class.items():
+        pred = peak_sc.per_class.get(cname)
+        checks: dict[str, ClaimCheck] = {}
+        for key in ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms"):
+            claimed = getattr(claim, key)
+            if claimed is None:
+                continue
+            check = _claim(claimed, getattr(pred, key) if pred else None)
+            checks[key] = check
+            if check.relative_error is not None and not check.within_tolerance:
+                claim_findings.append(
+                    f"{cname}.{key}: claimed {claimed:g} ms, recomputed {check.predicted:g} ms "
+                    f"({check.relative_error:+.0%})"
+                )
+        per_class_claims[cname] = checks
+    need = plan.claims.ready_replicas_needed_at_peak
+    need_check = None
+    if need is not None:
+        need_check = _claim(float(need), None if r_min is None else float(r_min))
+        if r_min is not None and need < r_min:
+            claim_findings.append(
+                f"claims {need} ready replicas suffice at peak; the recomputation needs {r_min}"
+            )
+    peak_check = None
+    if plan.claims.peak_rps is not None:
+        peak_check = _claim(plan.claims.peak_rps, peak)
+        if plan.claims.peak_rps < peak * (1 - 1e-9):
+            claim_findings.append(
+                f"claims a peak of {plan.claims.peak_rps:g} req/s; the "
+                f"workload's class peaks sum to {peak:g}"
+            )
+    claims = ClaimsCheck(
+        tolerance=CLAIM_TOLERANCE,
+        per_class=per_class_claims,
+        ready_replicas_needed_at_peak=need_check,
+        peak_rps=peak_check,
+        findings=claim_findings,
+    )
+    findings.extend(claim_findings)
+    if not meets_reserve and r_min is not None:
+        findings.append(
+            f"the plan's {plan_total} replicas do not keep {r_min} ready with its largest zone "
+            f"({largest_zone}) or one worker lost"
+        )
+
+    # --- latency against load, for the chart ------------------------------------------------
+    curve: list[LoadPoint] = []
+    if plan_mem.fits:
+        for load in CURVE_LOADS:
+            e = ev.run(plan_tp, plan_total, load, limit=CURVE_REQUESTS)
+            curve.append(
+                LoadPoint(
+                    load_factor=load,
+                    offered_rps=round(peak * load, 3),
+                    ready_replicas=plan_total,
+                    per_class_ttft_p99_ms={k: p.ttft_p99_ms for k, p in e.per_class.items()},
+                    per_class_tpot_p99_ms={k: p.tpot_p99_ms for k, p in e.per_class.items()},
+                    per_class_e2e_p99_ms={k: p.e2e_p99_ms for k, p in e.per_class.items()},
+                    slo_met=e.slo_met,
+                )
+            )
+
+    step = ev.step_model(plan_tp)
+    full = max(1, min(plan.serving.max_num_seqs, plan_mem.max_concurrency_at_p99_context))
+    figures = StepFigures(
+        decode_batch1_ms=round(step.step(0, 0.0, 1, 1024.0) * 1e3, 3),
+        decode_batch_full_ms=round(step.step(0, 0.0, full, full * 1024.0) * 1e3, 3),
+        decode_batch_full=full,
+        prefill_2k_ms=round(step.step(2048, 2048 * 1024.0, 0, 0.0) * 1e3, 3),
+    )
+    sizing = Sizing(
+        min_ready_replicas_at_peak=r_min,
+        recommended_replicas_per_zone=recommended,
+        recommended_total_replicas=rec_total,
+        reserve_replicas=reserve,
+        warmup_headroom_replicas=headroom,
+        tensor_parallel=chosen_tp,
+        tp_reason=tp_reason,
+        tp_options=options,
+        plan_total_replicas=plan_total,
+        plan_meets_reserve=meets_reserve,
+        notes=notes,
+    )
+    if calibration.fitted and calibration.fit_error is not None and calibration.fit_error > 0.25:
+        findings.append(
+            f"the step-time model disagrees with the evidence (RMS log error "
+            f"{calibration.fit_error:.2f} after calibration)"
+        )
+    return PlanRecomputation(
+        planner_version=PLANNER_VERSION,
+        seed=seed,
+        plan=plan.name,
+        workload=workload.name,
+        provider=provider.name,
+        model=ModelSummary(
+            name=shape.name,
+            layers=shape.layers,
+            kv_heads=shape.kv_heads,
+            head_dim=shape.head_dim,
+            total_params_b=round(shape.total_params / 1e9, 3),
+            active_params_b=round(shape.active_params / 1e9, 3),
+            sources=list(shape.sources),
+            notes=list(shape.notes),
+        ),
+        memory=_memory(plan_mem),
+        step_time=figures,
+        sizing=sizing,
+        slos={c.name: c.slo.model_dump() for c in workload.classes},
+        scenarios=scenarios,
+        slo_met=slo_met,
+        autoscaling=autoscaling,
+        cost=cost,
+        claims_check=claims,
+        calibration=calibration,
+        load_curve=curve,
+        findings=findings,
+    )

@@ -1,0 +1,101 @@
+"""Cross-record checks: what a person expects once a record's references are known."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from pydantic import BaseModel
+
+from registry.errors import FieldProblem, InvalidInput
+from registry.records.common import Metadata
+from registry.records.evidence import LoadTestEvidence
+from registry.records.kinds import RecordKind
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.workload import WorkloadProfile
+
+
+def _check_plan(plan: CapacityPlan, targets: dict[str, BaseModel]) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    provider = cast(ProviderProfile, targets["provider"])
+    workload = cast(WorkloadProfile, targets["workload"])
+    for zone in plan.replicas_per_zone:
+        if zone not in provider.zones:
+            problems.append(
+                FieldProblem(
+                    f"replicas_per_zone.{zone}",
+                    f"zone {zone!r} is not one of the provider's zones "
+                    f"({', '.join(provider.zones)})",
+                )
+            )
+    class_names = {c.name for c in workload.classes}
+    for section, names in (
+        ("admission.classes", plan.admission.classes),
+        ("claims.per_class", plan.claims.per_class),
+    ):
+        for name in names:
+            if name not in class_names:
+                problems.append(
+                    FieldProblem(
+                        f"{section}.{name}",
+                        f"traffic class {name!r} is not in workload {workload.name} "
+                        f"({', '.join(sorted(class_names))})",
+                    )
+                )
+    if plan.serving.max_model_len > provider.model.max_context_tokens:
+        problems.append(
+            FieldProblem(
+                "serving.max_model_len",
+                f"{plan.serving.max_model_len} exceeds the model's context length "
+                f"({provider.model.max_context_tokens})",
+            )
+        )
+    tp, heads = plan.parallelism.tensor_parallel, provider.model.attention_heads
+    if heads % tp:
+        problems.append(
+            FieldProblem(
+                "parallelism.tensor_parallel",
+                f"{tp} does not divide the model's {heads} attention heads",
+            )
+        )
+    return problems
+
+
+def _check_evidence(
+    evidence: LoadTestEvidence, targets: dict[str, BaseModel]
+) -> list[FieldProblem]:
+    workload = cast(WorkloadProfile, targets["workload"])
+    class_names = {c.name for c in workload.classes}
+    problems = [
+        FieldProblem(
+            f"results.per_class.{name}",
+            f"traffic class {name!r} is not in workload {workload.name} "
+            f"({', '.join(sorted(class_names))})",
+        )
+        for name in evidence.results.per_class
+        if name not in class_names
+    ]
+    if "plan" in targets:
+        plan = cast(CapacityPlan, targets["plan"])
+        for role in ("workload", "provider"):
+            stated = getattr(evidence.measured_against, role)
+            planned = getattr(plan, role)
+            if stated != planned:
+                problems.append(
+                    FieldProblem(
+                        f"measured_against.{role}",
+                        f"{stated} differs from the plan's {role} ({planned})",
+                    )
+                )
+    return problems
+
+
+def cross_check(kind: RecordKind, record: Metadata, targets: dict[str, BaseModel]) -> None:
+    if kind is RecordKind.plan:
+        problems = _check_plan(cast(CapacityPlan, record), targets)
+    elif kind is RecordKind.evidence:
+        problems = _check_evidence(cast(LoadTestEvidence, record), targets)
+    else:
+        problems = []
+    if problems:
+        raise InvalidInput(f"invalid {kind.value} record", problems=problems)
