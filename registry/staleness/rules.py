@@ -1,0 +1,197 @@
+"""Material-change rules: which differences between two versions can move the tail.
+
+A change is material when it can change what a load test would measure: a length
+quantile or the peak rate moving beyond a threshold, a class added or removed, an SLO
+tightened, a different model, accelerator, runtime minor version or batching/memory
+setting. Descriptions, owners, labels, looser SLOs and small drifts are not.
+Thresholds are policy data (policies/data.json, `capgate.thresholds.staleness`),
+versioned with the bundle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.workload import TrafficClass, WorkloadProfile
+
+QUANTILES_WATCHED = (50.0, 90.0, 99.0)
+SERVING_FIELDS = (
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "gpu_memory_utilization",
+    "block_size",
+    "enable_prefix_caching",
+)
+
+
+class StalenessThresholds(BaseModel):
+    """Defaults match the issue's text; the bundle's data overrides them."""
+
+    length_quantile_change: float = 0.10
+    peak_rate_growth: float = 0.20
+    burstiness_growth: float = 0.20
+    max_evidence_age_days: float = 90.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """One material difference: the field, both values and the rule that judged it."""
+
+    field: str
+    old: Any
+    new: Any
+    rule: str
+    threshold: float | None = None
+
+    def describe(self) -> str:
+        limit = f" (threshold {self.threshold:g})" if self.threshold is not None else ""
+        return f"{self.field}: {self.old!r} -> {self.new!r}, {self.rule}{limit}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "old": self.old,
+            "new": self.new,
+            "rule": self.rule,
+            "threshold": self.threshold,
+        }
+
+
+def _relative(old: float, new: float) -> float:
+    return abs(new - old) / old if old else (0.0 if new == old else float("inf"))
+
+
+def _class_changes(
+    name: str, old: TrafficClass, new: TrafficClass, limits: StalenessThresholds
+) -> Iterator[Change]:
+    prefix = f"classes.{name}"
+    if old.priority != new.priority:
+        yield Change(f"{prefix}.priority", old.priority, new.priority, "priority changed")
+    for field in ("prompt_tokens", "output_tokens"):
+        for level in QUANTILES_WATCHED:
+            before = getattr(old, field).quantile(level)
+            after = getattr(new, field).quantile(level)
+            if before is None or after is None:
+                continue
+            if _relative(before, after) > limits.length_quantile_change:
+                yield Change(
+                    f"{prefix}.{field}.p{level:g}",
+                    before,
+                    after,
+                    f"moved {_relative(before, after):.0%}",
+                    limits.length_quantile_change,
+                )
+    if new.arrival.peak_rps > old.arrival.peak_rps * (1 + limits.peak_rate_growth):
+        yield Change(
+            f"{prefix}.arrival.peak_rps",
+            old.arrival.peak_rps,
+            new.arrival.peak_rps,
+            f"grew {new.arrival.peak_rps / old.arrival.peak_rps - 1:.0%}",
+            limits.peak_rate_growth,
+        )
+    if new.arrival.interarrival_cv > old.arrival.interarrival_cv * (1 + limits.burstiness_growth):
+        yield Change(
+            f"{prefix}.arrival.interarrival_cv",
+            old.arrival.interarrival_cv,
+            new.arrival.interarrival_cv,
+            "burstiness grew",
+            limits.burstiness_growth,
+        )
+    for slo_field, before in old.slo.model_dump().items():
+        after = getattr(new.slo, slo_field)
+        if after < before:  # a looser SLO asks less of the evidence: not material
+            yield Change(f"{prefix}.slo.{slo_field}", before, after, "SLO tightened")
+
+
+def workload_changes(
+    old: WorkloadProfile, new: WorkloadProfile, limits: StalenessThresholds
+) -> list[Change]:
+    before = {c.name: c for c in old.classes}
+    after = {c.name: c for c in new.classes}
+    changes = [
+        Change(f"classes.{name}", None, name, "traffic class added")
+        for name in sorted(after.keys() - before.keys())
+    ]
+    changes += [
+        Change(f"classes.{name}", name, None, "traffic class removed")
+        for name in sorted(before.keys() - after.keys())
+    ]
+    for name in sorted(before.keys() & after.keys()):
+        changes.extend(_class_changes(name, before[name], after[name], limits))
+    return changes
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def provider_changes(old: ProviderProfile, new: ProviderProfile) -> list[Change]:
+    changes: list[Change] = []
+    for field in ("name", "weights_digest", "weights_dtype", "kv_dtype", "quantization"):
+        before, after = getattr(old.model, field), getattr(new.model, field)
+        if before != after:
+            changes.append(Change(f"model.{field}", before, after, "model changed"))
+    if old.accelerator.name != new.accelerator.name:
+        changes.append(
+            Change(
+                "accelerator.name",
+                old.accelerator.name,
+                new.accelerator.name,
+                "accelerator changed",
+            )
+        )
+    if old.runtime.name != new.runtime.name:
+        changes.append(
+            Change("runtime.name", old.runtime.name, new.runtime.name, "runtime changed")
+        )
+    if _minor(old.runtime.version) != _minor(new.runtime.version):
+        changes.append(
+            Change(
+                "runtime.version",
+                old.runtime.version,
+                new.runtime.version,
+                "runtime major or minor version changed",
+            )
+        )
+    return changes
+
+
+def plan_changes(old: CapacityPlan, new: CapacityPlan) -> list[Change]:
+    """Changes to the serving configuration a load test measured (not replica counts)."""
+    changes = [
+        Change(
+            f"serving.{field}",
+            getattr(old.serving, field),
+            getattr(new.serving, field),
+            "serving config changed",
+        )
+        for field in SERVING_FIELDS
+        if getattr(old.serving, field) != getattr(new.serving, field)
+    ]
+    for field in ("tensor_parallel", "gpus_per_replica"):
+        before, after = getattr(old.parallelism, field), getattr(new.parallelism, field)
+        if before != after:
+            changes.append(
+                Change(f"parallelism.{field}", before, after, "accelerators per replica changed")
+            )
+    return changes
+
+
+def material_changes(
+    old: BaseModel, new: BaseModel, limits: StalenessThresholds | None = None
+) -> list[Change]:
+    """Material changes from `old` to `new` (two versions of the same kind)."""
+    limits = limits or StalenessThresholds()
+    if isinstance(old, WorkloadProfile) and isinstance(new, WorkloadProfile):
+        return workload_changes(old, new, limits)
+    if isinstance(old, ProviderProfile) and isinstance(new, ProviderProfile):
+        return provider_changes(old, new)
+    if isinstance(old, CapacityPlan) and isinstance(new, CapacityPlan):
+        return plan_changes(old, new)
+    raise TypeError(f"no material-change rules for {type(old).__name__} -> {type(new).__name__}")

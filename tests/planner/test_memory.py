@@ -1,0 +1,108 @@
+"""The memory formula pinned on known models, and its monotonicity."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.planner import profiles
+from registry.planner.catalog import find_model, params_from_hf_config, resolve_model
+from registry.planner.memory import GIB, kv_bytes_per_token, memory_fit
+from registry.records.provider import ProviderProfile
+
+
+def shape(model: str, accel: str = "H100-SXM-80GB"):  # type: ignore[no-untyped-def]
+    return resolve_model(profiles.provider(model, accel))
+
+
+def test_kv_bytes_per_token_matches_published_figures() -> None:
+    # Databricks Table 3: Llama-2-70B needs 0.312 GiB per 1024 tokens (2*80*8*128*2 B).
+    assert kv_bytes_per_token(shape("llama-2-70b")) == 2 * 80 * 8 * 128 * 2
+    assert math.isclose(kv_bytes_per_token(shape("llama-2-70b")) * 1024 / GIB, 0.3125)
+    # PagedAttention section 3: OPT-13B needs 800 KB per token (2 x 5120 x 40 x 2 B).
+    assert kv_bytes_per_token(shape("opt-13b")) == 2 * 5120 * 40 * 2
+    assert kv_bytes_per_token(shape("llama-3.1-8b")) == 128 * 1024
+
+
+def test_kv_heads_shard_with_tp_and_replicate_beyond_them() -> None:
+    s = shape("llama-3.1-70b")
+    assert kv_bytes_per_token(s, 8) == kv_bytes_per_token(s) / 8
+    # 8 KV heads over 16 ranks: vLLM replicates, each rank keeps one head.
+    assert kv_bytes_per_token(s, 16) == kv_bytes_per_token(s, 8)
+
+
+def test_blocks_follow_vllm_formula() -> None:
+    s = shape("llama-3.1-8b")
+    fit = memory_fit(s, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9,
+                     block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
+                     max_model_len=16384, p99_context_by_class={"a": 7200})
+    kv_bytes = (80 * 0.9 - fit.weights_gib - fit.activation_peak_gib
+                - fit.runtime_overhead_gib) * GIB
+    page = 2 * 16 * 8 * 128 * 2  # one layer's block: K and V, 16 tokens, 8 heads x 128, bf16
+    assert fit.kv_blocks == math.floor(kv_bytes / (page * 32))
+    assert fit.kv_tokens == fit.kv_blocks * 16
+    assert fit.max_concurrency_at_p99_context == fit.kv_blocks // math.ceil(7200 / 16)
+    assert math.isclose(fit.weights_gib, 8.03e9 * 2 / GIB)
+    assert fit.fits
+
+
+def test_pagedattention_opt13b_slots_within_ten_percent() -> None:
+    # PagedAttention Table 1: 12 GB of KV on an A100-40GB = 15.7K token slots.
+    s = shape("opt-13b", "A100-SXM-40GB")
+    fit = memory_fit(s, memory_gib=40, tensor_parallel=1, gpu_memory_utilization=0.9,
+                     block_size=16, max_num_batched_tokens=2560, max_num_seqs=256,
+                     max_model_len=2048, p99_context_by_class={})
+    assert abs(fit.kv_tokens / 15_700 - 1) < 0.10
+
+
+def test_does_not_fit_says_so_with_numbers() -> None:
+    s = shape("llama-3.1-70b")
+    fit = memory_fit(s, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9,
+                     block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
+                     max_model_len=8192, p99_context_by_class={"a": 4000})
+    assert not fit.fits
+    assert "does not fit" in fit.reason and "131.5 GiB" in fit.reason
+    tp4 = memory_fit(s, memory_gib=80, tensor_parallel=4, gpu_memory_utilization=0.9,
+                     block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
+                     max_model_len=8192, p99_context_by_class={"a": 4000})
+    assert tp4.fits and tp4.kv_blocks > 0
+
+
+def test_hf_config_is_read_as_is_and_counts_parameters() -> None:
+    cfg = {
+        "architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
+        "max_position_embeddings": 32768, "tie_word_embeddings": False,
+    }
+    total, active = params_from_hf_config(cfg) or (0.0, 0.0)
+    card = find_model("mixtral-8x7b")
+    assert card is not None
+    assert abs(total / 1e9 - card.total_params_b) / card.total_params_b < 0.02
+    assert abs(active / 1e9 - card.active_params_b) / card.active_params_b < 0.02
+    base = profiles.provider("mixtral-8x7b", "H100-SXM-80GB").model_dump(mode="json")
+    base["model"]["hf_config"] = dict(cfg, num_key_value_heads=4)
+    prov = ProviderProfile.model_validate(base)
+    s = resolve_model(prov)
+    assert s.kv_heads == 4 and s.num_experts == 8
+    assert any("config.json gives kv_heads=4" in n for n in s.notes)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    mem=st.floats(min_value=20, max_value=200),
+    extra=st.floats(min_value=0.0, max_value=100),
+    util=st.floats(min_value=0.5, max_value=0.95),
+    tp=st.sampled_from([1, 2, 4, 8]),
+)
+def test_more_memory_never_fewer_kv_blocks(mem: float, extra: float, util: float, tp: int) -> None:
+    s = shape("llama-3.1-8b")
+
+    def blocks(m: float) -> int:
+        return memory_fit(s, memory_gib=m, tensor_parallel=tp, gpu_memory_utilization=util,
+                          block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
+                          max_model_len=8192, p99_context_by_class={}).kv_blocks
+
+    assert blocks(mem + extra) >= blocks(mem)
