@@ -32,6 +32,10 @@ app.add_typer(
     name="evidence",
 )
 app.add_typer(
+    record_commands("waiver", "Waivers: owned, expiring exceptions to one policy for one plan."),
+    name="waiver",
+)
+app.add_typer(
     record_commands("plan", "Capacity plans: replicas, serving config, admission, drain."),
     name="plan",
 )

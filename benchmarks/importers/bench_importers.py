@@ -122,8 +122,9 @@ def main() -> None:
         f"file: {secs:.2f} s, peak {mib:.0f} MiB (file bytes held by the caller not counted)"
     )
 
-    slo = ClassSLO(ttft_p99_ms=2000.0, tpot_p99_ms=100.0, e2e_p99_ms=60000.0,
-                   queue_deadline_ms=5000.0)
+    slo = ClassSLO(
+        ttft_p99_ms=2000.0, tpot_p99_ms=100.0, e2e_p99_ms=60000.0, queue_deadline_ms=5000.0
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.csv"
         azure_trace(path, args.rows)

@@ -119,6 +119,8 @@ class LoadTestEvidence(Metadata):
 
     @model_validator(mode="after")
     def _classes_measured(self) -> Self:
+        if self.measured_at.tzinfo is None:
+            raise ValueError("measured_at needs a time zone, e.g. 2026-11-24T14:05:00Z")
         unknown = sorted(set(self.results.per_class) - set(self.offered.classes))
         if self.offered.classes and unknown:
             raise ValueError(f"results name classes that were not offered: {', '.join(unknown)}")

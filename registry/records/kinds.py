@@ -18,6 +18,7 @@ _SCHEMA_PATHS = {
     "provider": "registry.records.provider:ProviderProfile",
     "evidence": "registry.records.evidence:LoadTestEvidence",
     "plan": "registry.records.plan:CapacityPlan",
+    "waiver": "registry.records.waiver:Waiver",
 }
 
 COLLECTIONS = {
@@ -25,6 +26,7 @@ COLLECTIONS = {
     "provider": "providers",
     "evidence": "evidence",
     "plan": "plans",
+    "waiver": "waivers",
 }
 
 
@@ -33,6 +35,7 @@ class RecordKind(StrEnum):
     provider = "provider"
     evidence = "evidence"
     plan = "plan"
+    waiver = "waiver"
 
     @property
     def schema(self) -> type[Metadata]:

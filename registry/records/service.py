@@ -39,6 +39,7 @@ class RefField:
 REF_FIELDS: dict[RecordKind, tuple[RefField, ...]] = {
     RecordKind.workload: (),
     RecordKind.provider: (),
+    RecordKind.waiver: (),
     RecordKind.plan: (
         RefField(("workload",), "workload", RecordKind.workload),
         RefField(("provider",), "provider", RecordKind.provider),

@@ -81,3 +81,69 @@ class AuditEventRow(Base):
     payload: Mapped[str] = mapped_column(Text)
     prev_hash: Mapped[str] = mapped_column(String(71))
     hash: Mapped[str] = mapped_column(String(71), unique=True)
+
+
+class RecomputationRow(Base):
+    """A planner recomputation of one plan version, by one planner version and calibration."""
+
+    __tablename__ = "recomputations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    plan_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    planner_version: Mapped[str] = mapped_column(String(32))
+    # Digest over the evidence used to calibrate (or "none"): a new calibration is a new row.
+    calibration_key: Mapped[str] = mapped_column(String(71))
+    seed: Mapped[int] = mapped_column(Integer)
+    result: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str] = mapped_column(String(71))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str] = mapped_column(String(256))
+
+    __table_args__ = (
+        UniqueConstraint(
+            "plan_record_id",
+            "planner_version",
+            "calibration_key",
+            "seed",
+            name="uq_recomputations_inputs",
+        ),
+    )
+
+
+class DecisionRow(Base):
+    """A gate decision: immutable, with the digests of everything it was decided on."""
+
+    __tablename__ = "decisions"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    plan_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    outcome: Mapped[str] = mapped_column(String(8))
+    engine: Mapped[str] = mapped_column(String(32))
+    bundle_revision: Mapped[str] = mapped_column(String(71))
+    input_digest: Mapped[str] = mapped_column(String(71))
+    # The full input document, violations, waivers and warnings, as canonical JSON.
+    input: Mapped[str] = mapped_column(Text)
+    violations: Mapped[str] = mapped_column(Text)
+    waivers: Mapped[str] = mapped_column(Text)
+    warnings: Mapped[str] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    principal: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class StalenessRow(Base):
+    """Evidence made stale by a material change: when, and which change."""
+
+    __tablename__ = "staleness"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    evidence_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    cause_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
+    # The version the evidence was measured against (or the evidence itself, replaced).
+    measured_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
+    changes: Mapped[str] = mapped_column(Text)
+    detected_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        UniqueConstraint("evidence_record_id", "cause_record_id", name="uq_staleness_cause"),
+    )

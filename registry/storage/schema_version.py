@@ -10,9 +10,9 @@ from sqlalchemy import Connection, inspect, text
 
 from registry.errors import SchemaNotCurrent
 
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 # Every revision this code knows, oldest first: a database at one of them is older.
-KNOWN_REVISIONS = ("0001",)
+KNOWN_REVISIONS = ("0001", "0002")
 
 
 def current_revision(connection: Connection) -> str | None:

@@ -225,7 +225,9 @@ def test_inference_perf_stage_seconds_to_ms_and_median() -> None:
     p = ev.offered.prompt_tokens
     assert p is not None and p.samples == 11002 and p.quantile(50) == 205.0 and p.max == 213.0
     assert s.findings.prompt_tokens.basis is CvBasis.estimated_from_percentiles
-    assert s.findings.prompt_tokens.cv == pytest.approx((207.0 - 201.0) / 1.3489795 / 204.10052717687694)
+    assert s.findings.prompt_tokens.cv == pytest.approx(
+        (207.0 - 201.0) / 1.3489795 / 204.10052717687694
+    )
     assert s.findings.cancellations_exercised is None
 
 
@@ -253,8 +255,11 @@ def test_inference_perf_per_request_file(tmp_path: Path) -> None:
             "end_time": 10.5,
             "request": "",
             "response": "",
-            "info": {"input_tokens": 100, "output_tokens": 3,
-                     "output_token_times": [10.1, 10.3, 10.5]},
+            "info": {
+                "input_tokens": 100,
+                "output_tokens": 3,
+                "output_token_times": [10.1, 10.3, 10.5],
+            },
             "error": None,
         },
         {
@@ -276,7 +281,10 @@ def test_inference_perf_per_request_file(tmp_path: Path) -> None:
     ]
     data = json.dumps(rows).encode()
     [s] = import_result_file_with_findings(
-        data, file_name="per_request_lifecycle_metrics.json", workload="w", provider="p",
+        data,
+        file_name="per_request_lifecycle_metrics.json",
+        workload="w",
+        provider="p",
         measured_at=WHEN,
     )
     r = s.evidence.results.per_class["default"]
@@ -294,7 +302,9 @@ def test_inference_perf_per_request_file(tmp_path: Path) -> None:
 
 
 def test_genai_perf_export() -> None:
-    s = one("genai-perf/triton-inference-server__perf_analyzer__issue298-streaming-profile_export_genai_perf.json")
+    s = one(
+        "genai-perf/triton-inference-server__perf_analyzer__issue298-streaming-profile_export_genai_perf.json"
+    )
     ev = s.evidence
     assert ev.tool.name == "genai-perf"
     assert ev.offered.concurrency == 100
@@ -368,7 +378,10 @@ def test_aiperf_jsonl_per_request() -> None:
 def test_detection(rel: str, tool: str) -> None:
     assert detect_tool(json.loads((FIX / rel).read_bytes())) == tool
     [ev] = import_result_file(
-        (FIX / rel).read_bytes(), file_name="x.json", workload="w", provider="p",
+        (FIX / rel).read_bytes(),
+        file_name="x.json",
+        workload="w",
+        provider="p",
         measured_at=WHEN,
     )[:1]
     assert ev.tool.name == tool
@@ -390,26 +403,44 @@ def test_broken_json_refused() -> None:
 def test_wrong_tool_names_key() -> None:
     with pytest.raises(InvalidInput) as exc:
         import_result_file(
-            b'{"hello": 1}', file_name="x.json", tool="inference-perf", workload="w",
+            b'{"hello": 1}',
+            file_name="x.json",
+            tool="inference-perf",
+            workload="w",
             provider="p",
         )
     assert exc.value.problems[0].loc == "load_summary"
 
 
 def test_detailed_lists_must_agree() -> None:
-    doc = {"num_prompts": 2, "input_lens": [1, 2], "output_lens": [1], "ttfts": [0.1, 0.1],
-           "itls": [[], []]}
+    doc = {
+        "num_prompts": 2,
+        "input_lens": [1, 2],
+        "output_lens": [1],
+        "ttfts": [0.1, 0.1],
+        "itls": [[], []],
+    }
     with pytest.raises(InvalidInput) as exc:
-        import_result_file(json.dumps(doc).encode(), file_name="x.json", workload="w",
-                           provider="p", measured_at=WHEN)
+        import_result_file(
+            json.dumps(doc).encode(),
+            file_name="x.json",
+            workload="w",
+            provider="p",
+            measured_at=WHEN,
+        )
     assert exc.value.problems[0].loc == "input_lens"
 
 
 def test_traffic_class_and_name() -> None:
     [ev] = import_result_file(
         (FIX / "vllm-bench/llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas.json").read_bytes(),
-        file_name="r.json", workload="w", provider="p", plan="plan@v2",
-        traffic_class="interactive", measured_at=WHEN, name="Exp 7 H100",
+        file_name="r.json",
+        workload="w",
+        provider="p",
+        plan="plan@v2",
+        traffic_class="interactive",
+        measured_at=WHEN,
+        name="Exp 7 H100",
     )
     assert ev.name == "exp-7-h100"
     assert ev.offered.classes == ["interactive"]

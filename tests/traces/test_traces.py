@@ -131,7 +131,10 @@ def test_generic_csv_with_classes_and_measured_concurrency(tmp_path: Path) -> No
     )
     batch_slo = SLO.model_copy(update={"ttft_p99_ms": 9000.0})
     prof = workload_from_trace(
-        path, name="g", class_by="tier", slo={"interactive": SLO, "batch": batch_slo},
+        path,
+        name="g",
+        class_by="tier",
+        slo={"interactive": SLO, "batch": batch_slo},
         priorities={"interactive": 0, "batch": 1},
     )
     by = {c.name: c for c in prof.classes}
@@ -148,8 +151,12 @@ def test_generic_csv_with_classes_and_measured_concurrency(tmp_path: Path) -> No
 def test_assumed_service_time_marks_concurrency_assumed(tmp_path: Path) -> None:
     path = _write(
         tmp_path / "g.csv",
-        ["timestamp,prompt_tokens,output_tokens", "1700000000,10,1", "1700000001,10,1",
-         "1700000001.5,10,1"],
+        [
+            "timestamp,prompt_tokens,output_tokens",
+            "1700000000,10,1",
+            "1700000001,10,1",
+            "1700000001.5,10,1",
+        ],
     )
     prof = workload_from_trace(path, name="g", slo=SLO, assumed_service_time_s=2.0)
     conc = prof.classes[0].concurrency

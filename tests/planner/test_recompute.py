@@ -1,0 +1,109 @@
+"""The full recomputation of the worked example, its JSON contract and its renderers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from registry.planner import PLANNER_VERSION, recompute, render_chart, render_text
+from registry.planner.result import PlanRecomputation
+from registry.records.documents import read_record
+from registry.records.evidence import LoadTestEvidence
+from registry.records.kinds import RecordKind
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.workload import WorkloadProfile
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chat-assistant"
+
+
+def _load() -> tuple[CapacityPlan, WorkloadProfile, ProviderProfile, LoadTestEvidence]:
+    plan = read_record(RecordKind.plan, EXAMPLE / "plan.yaml")
+    wl = read_record(RecordKind.workload, EXAMPLE / "workload.yaml")
+    prov = read_record(RecordKind.provider, EXAMPLE / "provider.yaml")
+    ev = read_record(RecordKind.evidence, EXAMPLE / "evidence.yaml")
+    assert isinstance(plan, CapacityPlan) and isinstance(wl, WorkloadProfile)
+    assert isinstance(prov, ProviderProfile) and isinstance(ev, LoadTestEvidence)
+    return plan, wl, prov, ev
+
+
+@pytest.fixture(scope="module")
+def result() -> PlanRecomputation:
+    plan, wl, prov, _ = _load()
+    return recompute(plan, wl, prov, seed=0)
+
+
+def test_worked_example_meets_its_slos_with_a_zone_lost(result: PlanRecomputation) -> None:
+    assert result.planner_version == PLANNER_VERSION
+    assert set(result.scenarios) == {"peak", "one_worker_lost", "largest_zone_lost"}
+    assert result.scenarios["largest_zone_lost"].ready_replicas == 6
+    assert result.scenarios["one_worker_lost"].ready_replicas == 8
+    assert result.slo_met
+    assert result.memory.fits and result.memory.kv_blocks > 0
+    s = result.sizing
+    assert s.min_ready_replicas_at_peak is not None
+    assert s.min_ready_replicas_at_peak <= 6
+    assert s.plan_meets_reserve
+    assert s.tensor_parallel == 1 and len(s.tp_options) >= 2
+    assert result.autoscaling.scale_down_stabilization_s >= 300
+    assert result.autoscaling.metric != "cpu"
+    assert result.cost.per_hour_usd == pytest.approx(9 * 3.90)
+
+
+def test_json_is_plain_and_stable(result: PlanRecomputation) -> None:
+    data = json.loads(result.model_dump_json())
+    peak = data["scenarios"]["peak"]
+    for cls in ("interactive", "batch"):
+        pc = peak["per_class"][cls]
+        for key in ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_p99_ms", "shed_rate"):
+            assert isinstance(pc[key], float)
+        assert isinstance(pc["slo_met"], bool) and isinstance(pc["violations"], list)
+    for key in ("weights_gib", "kv_cache_gib", "kv_blocks", "kv_tokens",
+                "max_concurrency_at_p99_context", "fits", "reason"):
+        assert key in data["memory"]
+    for key in ("min_ready_replicas_at_peak", "recommended_replicas_per_zone", "reserve_replicas",
+                "warmup_headroom_replicas", "tensor_parallel", "tp_options"):
+        assert key in data["sizing"]
+    assert data["calibration"]["fit_error"] is None
+    assert "interactive" in data["claims_check"]["per_class"]
+    assert PlanRecomputation.model_validate(data) == result
+
+
+def test_same_seed_same_result_and_text(result: PlanRecomputation) -> None:
+    plan, wl, prov, _ = _load()
+    again = recompute(plan, wl, prov, seed=0)
+    assert again.model_dump() == result.model_dump()
+    text = render_text(result)
+    assert "largest_zone_lost" in text and "interactive" in text and "autoscaling" in text
+
+
+def test_chart_is_written(result: PlanRecomputation, tmp_path: Path) -> None:
+    out = tmp_path / "chart.png"
+    render_chart(result, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_too_few_replicas_fail_the_zone_scenario() -> None:
+    plan, wl, prov, _ = _load()
+    thin = plan.model_copy(update={"replicas_per_zone": {"us-east1-b": 1, "us-east1-c": 1,
+                                                         "us-east1-d": 1}})
+    res = recompute(thin, wl, prov, seed=0)
+    assert not res.scenarios["largest_zone_lost"].slo_met
+    assert not res.slo_met
+    assert not res.sizing.plan_meets_reserve
+    assert any("largest_zone_lost" in f for f in res.findings)
+
+
+def test_calibration_uses_matching_evidence_and_reports_its_fit() -> None:
+    plan, wl, prov, ev = _load()
+    other = prov.model_copy(update={"accelerator": prov.accelerator.model_copy(
+        update={"name": "A100-SXM-80GB"})})
+    res = recompute(plan, wl, prov, evidence=[ev, (ev.model_copy(update={"name": "a100-run"}),
+                                                  other)], seed=0)
+    cal = res.calibration
+    assert cal.fitted and cal.source_evidence == [ev.name]
+    assert "a100-run" in cal.ignored_evidence
+    assert cal.fit_error is not None and cal.fit_error >= 0
+    assert {r.metric for r in cal.residuals} >= {"ttft_p50_ms", "tpot_p50_ms"}
