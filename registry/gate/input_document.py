@@ -161,9 +161,7 @@ class RecomputationInput(_Doc):
         description="Longest allowed stream: TTFT p99 + max_output_tokens x TPOT p99, seconds."
     )
     e2e_p99_ms_max: float = Field(description="Largest predicted p99 end-to-end across classes.")
-    scenarios: dict[str, Scenario] = Field(
-        description="peak, one_worker_lost, largest_zone_lost."
-    )
+    scenarios: dict[str, Scenario] = Field(description="peak, one_worker_lost, largest_zone_lost.")
     claims_check: dict[str, dict[str, ClaimCheck]] = Field(
         description="class -> metric (ttft_p99_ms, ...) -> claimed vs predicted."
     )

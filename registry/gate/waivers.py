@@ -56,9 +56,14 @@ def apply_waivers(
             continue
         # The waiver that lasts longest answers for the violation.
         chosen = max(active, key=lambda w: w.waiver.expires_at)
-        outcome.waived.append({**violation, "waived_by": chosen.ref,
-                               "waiver_owner": chosen.waiver.owner,
-                               "waiver_expires_at": chosen.waiver.expires_at.isoformat()})
+        outcome.waived.append(
+            {
+                **violation,
+                "waived_by": chosen.ref,
+                "waiver_owner": chosen.waiver.owner,
+                "waiver_expires_at": chosen.waiver.expires_at.isoformat(),
+            }
+        )
         if chosen.ref not in outcome.used:
             outcome.used.append(chosen.ref)
         if chosen.waiver.expires_at - now <= EXPIRY_WARNING and chosen.ref not in warned:

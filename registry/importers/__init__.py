@@ -24,8 +24,7 @@ from typing import Any
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers import aiperf, genai_perf, guidellm, inference_perf, vllm
 from registry.importers.common import ImportContext, ImportedStage, build_records, refuse
-from registry.importers.findings import CvBasis, ImportFindings, LengthUniformity
-from registry.records.evidence import LoadTestEvidence
+from registry.records.evidence import CvBasis, ImportFindings, LengthUniformity, LoadTestEvidence
 
 __all__ = [
     "TOOLS",

@@ -18,11 +18,13 @@ from pydantic import ValidationError
 
 from registry.digest import sha256_digest
 from registry.errors import FieldProblem, InvalidInput
-from registry.importers.findings import CvBasis, ImportFindings, LengthUniformity
 from registry.importers.stats import CvEstimate
 from registry.records.common import NAME_PATTERN, Distribution
 from registry.records.evidence import (
     ClassResult,
+    CvBasis,
+    ImportFindings,
+    LengthUniformity,
     LoadTestEvidence,
     MeasuredAgainst,
     Offered,
@@ -252,6 +254,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
                 offered=Offered(
                     request_rate_rps=st.request_rate_rps,
                     concurrency=st.concurrency,
+                    rate_unbounded=st.rate_unbounded,
                     burstiness=st.burstiness,
                     requests=st.requests,
                     duration_s=st.duration_s,
@@ -277,6 +280,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
                     throughput=st.throughput,
                 ),
                 missing=missing,
+                findings=findings_for(st),
             )
         except ValidationError as exc:
             problems = [
@@ -290,7 +294,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
             ) from exc
         if not _NAME_RE.match(name):  # pragma: no cover - slug() guarantees the pattern
             raise refuse("name", f"{name!r} is not a valid record name", source=ctx.file_name)
-        out.append(ImportedStage(evidence=evidence, findings=findings_for(st)))
+        out.append(ImportedStage(evidence=evidence, findings=evidence.findings or findings_for(st)))
     return out
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Self
 
 from pydantic import Field, model_validator
 
 from registry.records.common import (
+    Bool,
     Distribution,
     Fraction,
     Metadata,
@@ -49,6 +51,10 @@ class Offered(Record):
         default=None, description="Offered rate; absent for closed-loop or unbounded runs."
     )
     concurrency: PositiveInt | None = None
+    rate_unbounded: Bool = Field(
+        default=False,
+        description="All requests sent at once (vLLM request_rate 'inf', GuideLLM throughput).",
+    )
     burstiness: PositiveFloat | None = Field(
         default=None, description="Gamma shape of arrivals (1.0 Poisson; lower is burstier)."
     )
@@ -106,6 +112,50 @@ class Results(Record):
     warmup_s: PositiveFloat | None = None
 
 
+# ---- findings: what the test exercised, computed at import ----------------------------
+
+
+class CvBasis(StrEnum):
+    """Where a coefficient of variation came from."""
+
+    per_request = "per_request"  # computed from every request's value
+    stated_std = "stated_std"  # std / mean as the file states them
+    estimated_from_percentiles = "estimated_from_percentiles"  # quantile spread, normal shape
+    unavailable = "unavailable"  # the file gives neither
+
+
+class LengthUniformity(Record):
+    """How varied the offered token lengths were: CV = std / mean."""
+
+    cv: NonNegativeFloat | None = None
+    basis: CvBasis = CvBasis.unavailable
+    samples: NonNegativeInt | None = None
+    note: Text | None = None
+
+
+class ImportFindings(Record):
+    """What a load test exercised, as far as its result file can say."""
+
+    prompt_tokens: LengthUniformity = Field(default_factory=LengthUniformity)
+    output_tokens: LengthUniformity = Field(default_factory=LengthUniformity)
+    cancellations_exercised: bool | None = Field(
+        default=None, description="True if requests were cancelled; None if the file cannot say."
+    )
+    cancelled_requests: NonNegativeInt | None = None
+    cancellation_basis: Text | None = Field(
+        default=None, description="Where the cancellation figure comes from, and what it means."
+    )
+    priority_classes: NonNegativeInt | None = Field(
+        default=None, description="Distinct priority classes in the test; None if unknown."
+    )
+    mixed_priorities: bool | None = None
+    priority_basis: Text | None = None
+    notes: list[Text] = Field(
+        default_factory=list,
+        description="Import notes: unit conversions, definitions, figures dropped and why.",
+    )
+
+
 class LoadTestEvidence(Metadata):
     measured_against: MeasuredAgainst
     tool: ToolInfo
@@ -115,6 +165,9 @@ class LoadTestEvidence(Metadata):
     results: Results
     missing: list[Text] = Field(
         default_factory=list, description="Figures the source file did not state."
+    )
+    findings: ImportFindings | None = Field(
+        default=None, description="Uniformity and coverage computed at import, with bases."
     )
 
     @model_validator(mode="after")

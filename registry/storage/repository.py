@@ -113,3 +113,51 @@ class RecordRepository:
                 .offset(offset)
             )
         )
+
+    def evidence_for(self, workload_name: str, provider_name: str) -> list[RecordRow]:
+        """Every evidence version measured against any version of both named records."""
+        workload_ref = aliased(RecordRefRow)
+        provider_ref = aliased(RecordRefRow)
+        workload = aliased(RecordRow)
+        provider = aliased(RecordRow)
+        return list(
+            self.session.scalars(
+                select(RecordRow)
+                .join(
+                    workload_ref,
+                    (workload_ref.record_id == RecordRow.id) & (workload_ref.role == "workload"),
+                )
+                .join(workload, workload.id == workload_ref.target_id)
+                .join(
+                    provider_ref,
+                    (provider_ref.record_id == RecordRow.id) & (provider_ref.role == "provider"),
+                )
+                .join(provider, provider.id == provider_ref.target_id)
+                .where(
+                    RecordRow.kind == "evidence",
+                    workload.name == workload_name,
+                    provider.name == provider_name,
+                )
+                .order_by(RecordRow.name, RecordRow.version)
+            )
+        )
+
+    def latest_of_kind(self, kind: str) -> list[RecordRow]:
+        """The latest version of every name of one kind."""
+        latest = (
+            select(RecordRow.name.label("name"), func.max(RecordRow.version).label("version"))
+            .where(RecordRow.kind == kind)
+            .group_by(RecordRow.name)
+            .subquery()
+        )
+        return list(
+            self.session.scalars(
+                select(RecordRow)
+                .join(
+                    latest,
+                    (RecordRow.name == latest.c.name) & (RecordRow.version == latest.c.version),
+                )
+                .where(RecordRow.kind == kind)
+                .order_by(RecordRow.name)
+            )
+        )

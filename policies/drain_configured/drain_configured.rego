@@ -1,0 +1,175 @@
+# METADATA
+# title: Scale-down drains active work
+# description: >-
+#   The termination grace period covers the pre-stop sleep plus the tail of in-flight
+#   work (the larger of the fresh evidence's p99 end-to-end latency and the planner's
+#   longest allowed stream); a pre-stop hook waits for idle; readiness turns off on
+#   drain; scale-down stabilisation is at least the grace period; a disruption budget
+#   exists. A missing autoscaling scale-down window counts as the Kubernetes default
+#   (hpa_default_scale_down_stabilization_s).
+# custom:
+#   id: drain_configured
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+package capgate.policies.drain_configured
+
+import data.capgate.lib.evidence
+import data.capgate.lib.result
+
+_policy := "drain_configured"
+
+_thresholds := data.capgate.thresholds
+
+_drain := input.plan.drain
+
+_grace := _drain.termination_grace_period_s
+
+_pre_stop_sleep_s := s if {
+	s := _drain.pre_stop.sleep_s
+	is_number(s)
+} else := 0
+
+_evidence_e2e_p99_ms := [ms |
+	some e in evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+	some _, class in e.per_class
+	ms := class.e2e_p99_ms
+	is_number(ms)
+]
+
+_evidence_tail_s := max(_evidence_e2e_p99_ms) / 1000 if {
+	count(_evidence_e2e_p99_ms) > 0
+} else := 0
+
+_tail_s := max([_evidence_tail_s, input.recomputation.longest_stream_s])
+
+_required_grace_s := _pre_stop_sleep_s + _tail_s
+
+_scale_down_s := s if {
+	s := input.plan.autoscaling.scale_down_stabilization_s
+	is_number(s)
+} else := _thresholds.hpa_default_scale_down_stabilization_s
+
+# METADATA
+# title: Drain declared
+# description: The plan has a drain section.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	not is_object(_drain)
+	v := result.violation(
+		_policy, "drain_missing", "high",
+		"the plan declares no drain configuration",
+		{"drain": null},
+	)
+}
+
+# METADATA
+# title: Grace period covers in-flight work
+# description: >-
+#   termination_grace_period_s >= pre_stop.sleep_s + max(fresh evidence e2e p99,
+#   recomputation.longest_stream_s), in seconds.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	is_object(_drain)
+	not _grace_covers_tail
+	v := result.violation(
+		_policy, "grace_period_too_short", "high",
+		sprintf(
+			"termination grace period %v s is shorter than the pre-stop sleep %v s plus the in-flight tail %v s (%v s)",
+			[object.get(_drain, "termination_grace_period_s", null), _pre_stop_sleep_s, result.rounded(_tail_s), result.rounded(_required_grace_s)],
+		),
+		{
+			"termination_grace_period_s": object.get(_drain, "termination_grace_period_s", null),
+			"pre_stop_sleep_s": _pre_stop_sleep_s,
+			"evidence_e2e_p99_s": result.rounded(_evidence_tail_s),
+			"longest_stream_s": result.rounded(input.recomputation.longest_stream_s),
+			"required_s": result.rounded(_required_grace_s),
+		},
+	)
+}
+
+_grace_covers_tail if {
+	is_number(_grace)
+	_grace >= _required_grace_s
+}
+
+# METADATA
+# title: Pre-stop hook drains
+# description: A pre-stop hook waits until the replica is idle (pre_stop.wait_for_idle).
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	is_object(_drain)
+	not _pre_stop_waits_for_idle
+	v := result.violation(
+		_policy, "pre_stop_not_draining", "high",
+		"no pre-stop hook waits for in-flight requests to finish",
+		{"pre_stop": object.get(_drain, "pre_stop", null)},
+	)
+}
+
+_pre_stop_waits_for_idle if _drain.pre_stop.wait_for_idle == true
+
+# METADATA
+# title: Readiness off on drain
+# description: The replica reports not-ready as soon as it starts draining.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	is_object(_drain)
+	object.get(_drain, "readiness_off_on_drain", null) != true
+	v := result.violation(
+		_policy, "readiness_not_off_on_drain", "high",
+		"readiness does not turn off when a replica starts draining, so it keeps receiving requests",
+		{"readiness_off_on_drain": object.get(_drain, "readiness_off_on_drain", null)},
+	)
+}
+
+# METADATA
+# title: Scale-down slower than a drain
+# description: >-
+#   The autoscaler's scale-down stabilisation window is at least the termination grace
+#   period, so it does not remove replicas faster than they drain.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	is_object(_drain)
+	is_object(input.plan.autoscaling)
+	is_number(_grace)
+	_scale_down_s < _grace
+	v := result.violation(
+		_policy, "scale_down_faster_than_drain", "high",
+		sprintf(
+			"scale-down stabilisation %v s is shorter than the termination grace period %v s",
+			[_scale_down_s, _grace],
+		),
+		{"scale_down_stabilization_s": _scale_down_s, "termination_grace_period_s": _grace},
+	)
+}
+
+# METADATA
+# title: Disruption budget exists
+# description: A disruption budget limits voluntary evictions (node drains).
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	is_object(_drain)
+	not _has_disruption_budget
+	v := result.violation(
+		_policy, "disruption_budget_missing", "high",
+		"no pod disruption budget limits voluntary evictions",
+		{"disruption_budget": object.get(_drain, "disruption_budget", null)},
+	)
+}
+
+_has_disruption_budget if {
+	is_object(_drain.disruption_budget)
+	count(_drain.disruption_budget) > 0
+}

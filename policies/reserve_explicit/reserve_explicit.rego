@@ -1,0 +1,122 @@
+# METADATA
+# title: Failure reserve explicit and verified
+# description: >-
+#   The plan declares a reserve for at least one lost worker and one lost zone
+#   (plan.reserve.worker_failures and zone_failures, minimums in data), and the
+#   planner's recomputation shows every SLO met with one worker lost and with the
+#   largest zone lost.
+# custom:
+#   id: reserve_explicit
+#   severity: high
+#   guards: "checklist: one-worker and one-zone failure reserve is explicit"
+package capgate.policies.reserve_explicit
+
+import data.capgate.lib.result
+
+_policy := "reserve_explicit"
+
+_thresholds := data.capgate.thresholds
+
+_scenarios := {
+	"one_worker_lost": "the loss of one worker",
+	"largest_zone_lost": "the loss of the largest zone",
+}
+
+_reserve := input.plan.reserve
+
+_at_least(x, minimum) if {
+	is_number(x)
+	x >= minimum
+}
+
+# METADATA
+# title: Reserve declared
+# description: The plan has a reserve section.
+# custom:
+#   severity: high
+#   guards: "checklist: one-worker and one-zone failure reserve is explicit"
+violations contains v if {
+	not is_object(_reserve)
+	v := result.violation(
+		_policy, "reserve_missing", "high",
+		"the plan declares no failure reserve",
+		{"reserve": null},
+	)
+}
+
+# METADATA
+# title: Worker reserve declared
+# description: plan.reserve.worker_failures is at least reserve_min_worker_failures.
+# custom:
+#   severity: high
+#   guards: "checklist: one-worker failure reserve is explicit"
+violations contains v if {
+	is_object(_reserve)
+	not _at_least(_reserve.worker_failures, _thresholds.reserve_min_worker_failures)
+	declared := object.get(_reserve, "worker_failures", null)
+	v := result.violation(
+		_policy, "worker_reserve_missing", "high",
+		sprintf(
+			"the reserve covers %v worker failures; at least %v required",
+			[declared, _thresholds.reserve_min_worker_failures],
+		),
+		{"worker_failures": declared, "min_worker_failures": _thresholds.reserve_min_worker_failures},
+	)
+}
+
+# METADATA
+# title: Zone reserve declared
+# description: plan.reserve.zone_failures is at least reserve_min_zone_failures.
+# custom:
+#   severity: high
+#   guards: "checklist: one-zone failure reserve is explicit"
+violations contains v if {
+	is_object(_reserve)
+	not _at_least(_reserve.zone_failures, _thresholds.reserve_min_zone_failures)
+	declared := object.get(_reserve, "zone_failures", null)
+	v := result.violation(
+		_policy, "zone_reserve_missing", "high",
+		sprintf(
+			"the reserve covers %v zone failures; at least %v required",
+			[declared, _thresholds.reserve_min_zone_failures],
+		),
+		{"zone_failures": declared, "min_zone_failures": _thresholds.reserve_min_zone_failures},
+	)
+}
+
+# METADATA
+# title: Failure scenario recomputed
+# description: The recomputation contains the one_worker_lost and largest_zone_lost scenarios.
+# custom:
+#   severity: high
+#   guards: "method: the reserve is recomputed, not assumed"
+violations contains v if {
+	some scenario, what in _scenarios
+	not input.recomputation.scenarios[scenario]
+	v := result.violation(
+		_policy, "scenario_missing", "high",
+		sprintf("the recomputation has no %s scenario (%s)", [scenario, what]),
+		{"scenario": scenario},
+	)
+}
+
+# METADATA
+# title: SLOs met after a failure
+# description: The recomputed one_worker_lost and largest_zone_lost scenarios meet every SLO.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives and defined worker failures"
+violations contains v if {
+	some scenario, what in _scenarios
+	predicted := input.recomputation.scenarios[scenario]
+	predicted.slo_met != true
+	failing := sort([name | some name, class in predicted.per_class; class.slo_met != true])
+	v := result.violation(
+		_policy, "scenario_slo_missed", "high",
+		sprintf(
+			"after %s (%v ready replicas) the recomputation misses the SLOs of %v",
+			[what, predicted.ready_replicas, failing],
+		),
+		{"scenario": scenario, "ready_replicas": predicted.ready_replicas, "failing_classes": failing},
+	)
+}

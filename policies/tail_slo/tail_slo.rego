@@ -1,0 +1,237 @@
+# METADATA
+# title: Tail SLOs met at peak
+# description: >-
+#   Every traffic class meets its p99 TTFT, time per output token, end-to-end and
+#   queue-deadline SLOs, both in fresh load-test evidence taken at or above the plan's
+#   peak load per ready replica and in the planner's recomputation of the peak
+#   scenario; the plan's own claims agree with the recomputation within the tolerance
+#   data.capgate.thresholds.claims_max_relative_error. Stale evidence is ignored here
+#   (evidence_fresh reports it); no qualifying fresh evidence at all is a violation.
+# custom:
+#   id: tail_slo
+#   severity: high
+#   guards: "method: size to tail objectives (per-class p99 SLOs at peak)"
+package capgate.policies.tail_slo
+
+import data.capgate.lib.evidence
+import data.capgate.lib.result
+
+_policy := "tail_slo"
+
+_thresholds := data.capgate.thresholds
+
+# Measured or predicted p99 key -> the workload class's SLO key it is held to.
+_metrics := {
+	"ttft_p99_ms": "ttft_p99_ms",
+	"tpot_p99_ms": "tpot_p99_ms",
+	"e2e_p99_ms": "e2e_p99_ms",
+	"queue_p99_ms": "queue_deadline_ms",
+}
+
+_peak_rps := input.recomputation.peak_rps_per_replica
+
+_fresh := evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+
+_at_peak := [e |
+	some e in _fresh
+	is_number(e.offered_rps_per_replica)
+	e.offered_rps_per_replica >= _peak_rps
+]
+
+_measured_at_peak(class, metric) if {
+	some e in _at_peak
+	is_number(e.per_class[class][metric])
+}
+
+_predicted_over(class) if {
+	some metric, slo_key in _metrics
+	input.recomputation.scenarios.peak.per_class[class][metric] > input.workload.classes[class].slo[slo_key]
+}
+
+# METADATA
+# title: SLOs declared
+# description: Every traffic class declares all four p99 SLOs as numbers.
+# custom:
+#   severity: high
+#   guards: "method: per-class p99 SLOs (TTFT, TPOT, end-to-end, queue deadline)"
+violations contains v if {
+	some name, class in input.workload.classes
+	some slo_key in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_deadline_ms"]
+	not is_number(class.slo[slo_key])
+	v := result.violation(
+		_policy, "slo_undeclared", "high",
+		sprintf("class %s declares no %s SLO", [name, slo_key]),
+		{"class": name, "slo": slo_key},
+	)
+}
+
+# METADATA
+# title: Fresh evidence at peak exists
+# description: >-
+#   At least one fresh load test offered at least the plan's peak load per ready
+#   replica (evidence.offered_rps_per_replica >= recomputation.peak_rps_per_replica).
+# custom:
+#   severity: high
+#   guards: "method: each decision needs versioned load-test evidence"
+violations contains v if {
+	count(_at_peak) == 0
+	fresh := [{"evidence": e.ref, "offered_rps_per_replica": e.offered_rps_per_replica} | some e in _fresh]
+	v := result.violation(
+		_policy, "no_evidence_at_peak", "high",
+		sprintf(
+			"no fresh load-test evidence at or above the peak of %v requests/s per ready replica (%d fresh evidence)",
+			[result.rounded(_peak_rps), count(fresh)],
+		),
+		{"peak_rps_per_replica": _peak_rps, "fresh_evidence": fresh},
+	)
+}
+
+# METADATA
+# title: Class measured at peak
+# description: >-
+#   Every class's four p99 latencies were measured by some fresh load test at peak; a
+#   class the tests did not measure is not shown to meet its SLO.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives"
+violations contains v if {
+	count(_at_peak) > 0
+	some name, _ in input.workload.classes
+	some metric, _ in _metrics
+	not _measured_at_peak(name, metric)
+	v := result.violation(
+		_policy, "class_not_measured_at_peak", "high",
+		sprintf("no fresh load test at peak measured %s of class %s", [metric, name]),
+		{"class": name, "metric": metric, "evidence": [e.ref | some e in _at_peak]},
+	)
+}
+
+# METADATA
+# title: SLO met in evidence at peak
+# description: Fresh evidence at or above peak load shows every class within its p99 SLOs.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives"
+violations contains v if {
+	some e in _at_peak
+	some name, class in input.workload.classes
+	some metric, slo_key in _metrics
+	measured := e.per_class[name][metric]
+	slo := class.slo[slo_key]
+	is_number(measured)
+	is_number(slo)
+	measured > slo
+	v := result.violation(
+		_policy, "evidence_slo_missed", "high",
+		sprintf(
+			"evidence %s: class %s %s is %v ms at %v requests/s per replica, over the SLO of %v ms",
+			[e.ref, name, metric, result.rounded(measured), result.rounded(e.offered_rps_per_replica), result.rounded(slo)],
+		),
+		{
+			"evidence": e.ref,
+			"class": name,
+			"metric": metric,
+			"measured_ms": measured,
+			"slo_ms": slo,
+			"offered_rps_per_replica": e.offered_rps_per_replica,
+			"peak_rps_per_replica": _peak_rps,
+		},
+	)
+}
+
+# METADATA
+# title: Recomputation covers every class
+# description: The planner's peak scenario predicts every traffic class.
+# custom:
+#   severity: high
+#   guards: "method: the planner recomputes the plan independently of its claims"
+violations contains v if {
+	some name, _ in input.workload.classes
+	not input.recomputation.scenarios.peak.per_class[name]
+	v := result.violation(
+		_policy, "recomputation_missing_class", "high",
+		sprintf("the recomputed peak scenario has no prediction for class %s", [name]),
+		{"class": name},
+	)
+}
+
+# METADATA
+# title: SLO met in the recomputation
+# description: The planner's recomputed peak scenario keeps every class within its p99 SLOs.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives"
+violations contains v if {
+	some name, class in input.workload.classes
+	some metric, slo_key in _metrics
+	predicted := input.recomputation.scenarios.peak.per_class[name][metric]
+	slo := class.slo[slo_key]
+	is_number(slo)
+	predicted > slo
+	v := result.violation(
+		_policy, "recomputation_slo_missed", "high",
+		sprintf(
+			"recomputed peak: class %s %s is %v ms, over the SLO of %v ms",
+			[name, metric, result.rounded(predicted), result.rounded(slo)],
+		),
+		{
+			"class": name,
+			"metric": metric,
+			"predicted_ms": predicted,
+			"slo_ms": slo,
+			"ready_replicas": input.recomputation.scenarios.peak.ready_replicas,
+		},
+	)
+}
+
+# METADATA
+# title: Recomputation does not flag a miss
+# description: >-
+#   When every predicted p99 is within its SLO but the planner still marks the class as
+#   missing it (for instance because it sheds requests at peak), the plan fails too.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives"
+violations contains v if {
+	some name, predicted in input.recomputation.scenarios.peak.per_class
+	input.workload.classes[name]
+	predicted.slo_met == false
+	not _predicted_over(name)
+	v := result.violation(
+		_policy, "recomputation_flags_miss", "high",
+		sprintf("recomputed peak: the planner marks class %s as missing its SLO (shed rate %v)", [name, predicted.shed_rate]),
+		{"class": name, "shed_rate": predicted.shed_rate},
+	)
+}
+
+# METADATA
+# title: Claims agree with the recomputation
+# description: >-
+#   Each latency the plan claims is within claims_max_relative_error of the planner's
+#   prediction; a larger disagreement is itself a finding.
+# custom:
+#   severity: high
+#   guards: "method: the planner reports the error between claims, predictions and evidence"
+violations contains v if {
+	some name, checks in input.recomputation.claims_check
+	some metric, check in checks
+	check.relative_error > _thresholds.claims_max_relative_error
+	v := result.violation(
+		_policy, "claims_disagree", "high",
+		sprintf(
+			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v)",
+			[
+				name, metric, result.rounded(check.claimed), result.rounded(check.predicted),
+				result.rounded(check.relative_error), _thresholds.claims_max_relative_error,
+			],
+		),
+		{
+			"class": name,
+			"metric": metric,
+			"claimed": check.claimed,
+			"predicted": check.predicted,
+			"relative_error": check.relative_error,
+			"max_relative_error": _thresholds.claims_max_relative_error,
+		},
+	)
+}

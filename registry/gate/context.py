@@ -1,0 +1,117 @@
+"""Everything a decision about one plan version rests on, read from the registry.
+
+Read in one session, then used outside any transaction: records are immutable, so the
+planner and the policy engine can take their time without holding a write lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
+
+from sqlalchemy.orm import Session
+
+from registry.gate.waivers import WaiverRecord
+from registry.records import service
+from registry.records.evidence import LoadTestEvidence
+from registry.records.kinds import RecordKind
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.references import pinned
+from registry.records.views import RecordView
+from registry.records.waiver import Waiver
+from registry.records.workload import WorkloadProfile
+from registry.staleness.freshness import Freshness, Versioned, assess
+from registry.staleness.rules import StalenessThresholds
+from registry.storage.models import RecordRow
+from registry.storage.repository import RecordRepository
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    view: RecordView
+    model: LoadTestEvidence
+    freshness: Freshness
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    plan_row_id: int
+    plan_view: RecordView
+    plan: CapacityPlan
+    workload_view: RecordView
+    workload: WorkloadProfile
+    provider_view: RecordView
+    provider: ProviderProfile
+    evidence: list[EvidenceItem]
+    waivers: list[WaiverRecord]
+
+    @property
+    def fresh_evidence(self) -> list[LoadTestEvidence]:
+        return [item.model for item in self.evidence if item.freshness.fresh]
+
+
+def _versioned(row: RecordRow) -> Versioned:
+    model = service.load_model(row)
+    return Versioned(
+        ref=pinned(row.name, row.version),
+        model=cast(WorkloadProfile | ProviderProfile | CapacityPlan, model),
+    )
+
+
+def load_plan_context(
+    session: Session, *, plan_ref: str, now: datetime, limits: StalenessThresholds
+) -> PlanContext:
+    repo = RecordRepository(session)
+    plan_row = service.resolve(repo, RecordKind.plan, plan_ref, loc="plan")
+    refs = repo.references([plan_row.id])[plan_row.id]
+    workload_row, provider_row = refs["workload"], refs["provider"]
+    plan_v, workload_v, provider_v = (
+        _versioned(plan_row),
+        _versioned(workload_row),
+        _versioned(provider_row),
+    )
+
+    rows = repo.evidence_for(workload_row.name, provider_row.name)
+    latest: dict[str, RecordRow] = {}
+    for row in rows:  # ordered by name, version: the last one of a name wins
+        latest[row.name] = row
+    evidence_refs = repo.references([row.id for row in latest.values()])
+    items = []
+    for row in latest.values():
+        model = cast(LoadTestEvidence, service.load_model(row))
+        pins = evidence_refs[row.id]
+        freshness = assess(
+            model,
+            measured_workload=_versioned(pins["workload"]),
+            measured_provider=_versioned(pins["provider"]),
+            measured_plan=_versioned(pins["plan"]) if "plan" in pins else None,
+            workload=workload_v,
+            provider=provider_v,
+            plan=plan_v,
+            replaced_by=None,
+            now=now,
+            limits=limits,
+        )
+        items.append(
+            EvidenceItem(view=service.to_view(row, pins), model=model, freshness=freshness)
+        )
+
+    waivers = [
+        WaiverRecord(
+            ref=pinned(row.name, row.version), waiver=cast(Waiver, service.load_model(row))
+        )
+        for row in repo.latest_of_kind(RecordKind.waiver.value)
+    ]
+    return PlanContext(
+        plan_row_id=plan_row.id,
+        plan_view=service.to_view(plan_row, refs),
+        plan=cast(CapacityPlan, plan_v.model),
+        workload_view=service.to_view(workload_row, {}),
+        workload=cast(WorkloadProfile, workload_v.model),
+        provider_view=service.to_view(provider_row, {}),
+        provider=cast(ProviderProfile, provider_v.model),
+        evidence=items,
+        waivers=[w for w in waivers if w.waiver.plan == plan_row.name],
+    )
