@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cli.db import db_app
+from cli.evidence_cmds import extend_evidence, extend_workload
 from cli.records import record_commands
 
 app = typer.Typer(
@@ -19,18 +20,22 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(db_app, name="db")
-app.add_typer(
-    record_commands("workload", "Workload profiles: token-work distributions per traffic class."),
-    name="workload",
+workload_app = record_commands(
+    "workload", "Workload profiles: token-work distributions per traffic class."
 )
+extend_workload(workload_app)
+app.add_typer(workload_app, name="workload")
 app.add_typer(
     record_commands("provider", "Provider profiles: model, accelerator, runtime, zones, warm-up."),
     name="provider",
 )
-app.add_typer(
-    record_commands("evidence", "Load-test evidence measured against a workload and provider."),
-    name="evidence",
+evidence_app = record_commands(
+    "evidence",
+    "Load-test evidence measured against a workload and provider.",
+    list_command=False,  # evidence has its own `list`, with --stale
 )
+extend_evidence(evidence_app)
+app.add_typer(evidence_app, name="evidence")
 app.add_typer(
     record_commands("waiver", "Waivers: owned, expiring exceptions to one policy for one plan."),
     name="waiver",

@@ -23,7 +23,7 @@ def _kind(value: str) -> RecordKind:
     return RecordKind(value)
 
 
-def record_commands(kind_value: str, help_text: str) -> typer.Typer:
+def record_commands(kind_value: str, help_text: str, *, list_command: bool = True) -> typer.Typer:
     group = typer.Typer(help=help_text, no_args_is_help=True)
 
     @group.command("submit")
@@ -67,7 +67,6 @@ def record_commands(kind_value: str, help_text: str) -> typer.Typer:
             typer.echo(f"# {role + ':':<11} {target}")
         typer.echo(yaml.safe_dump(view.content, sort_keys=False).rstrip())
 
-    @group.command("list")
     def list_(
         server: ServerOpt = None,
         json_out: JsonOpt = False,
@@ -95,6 +94,9 @@ def record_commands(kind_value: str, help_text: str) -> typer.Typer:
         )
         if page.total > page.offset + len(page.items):
             typer.echo(f"({page.total} in all; use --offset to see more)")
+
+    if list_command:
+        group.command("list")(list_)
 
     @group.command("versions")
     def versions(

@@ -49,16 +49,24 @@ def bench_single_replica(requests: int = 60_000, repeats: int = 3) -> float:
     cls = wl.classes[0]
     stream = draw_class(cls, requests, np.random.default_rng(0), max_model_len=16384)
     adm = plan.admission.classes[cls.name]
-    load = ClassLoad(name=cls.name, priority=0, rate_rps=10.0, stream=stream,
-                     deadline_s=adm.queue_deadline_ms / 1e3, prefix_share=cls.prefix_cache_share)
+    load = ClassLoad(
+        name=cls.name,
+        priority=0,
+        rate_rps=10.0,
+        stream=stream,
+        deadline_s=adm.queue_deadline_ms / 1e3,
+        prefix_share=cls.prefix_cache_share,
+    )
     best = 0.0
     for _ in range(repeats):
         t0 = time.perf_counter()
         res = simulate(engine, [load], replicas=1, retry=RetrySpec(max_attempts=3))
         wall = time.perf_counter() - t0
         best = max(best, res.simulated_requests / wall)
-    print(f"single 8B replica, {requests} requests at 10 req/s: "
-          f"{best:,.0f} simulated requests per second of wall time (best of {repeats})")
+    print(
+        f"single 8B replica, {requests} requests at 10 req/s: "
+        f"{best:,.0f} simulated requests per second of wall time (best of {repeats})"
+    )
     return best
 
 
@@ -78,9 +86,11 @@ def bench_recompute(repeats: int = 3) -> tuple[float, float]:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"recompute(worked example): {best:.2f} s (best of {repeats}), peak traced Python "
-          f"memory {peak / 2**20:.1f} MiB, process max RSS {rss:.0f} MiB; min ready replicas "
-          f"at peak {result.sizing.min_ready_replicas_at_peak}")
+    print(
+        f"recompute(worked example): {best:.2f} s (best of {repeats}), peak traced Python "
+        f"memory {peak / 2**20:.1f} MiB, process max RSS {rss:.0f} MiB; min ready replicas "
+        f"at peak {result.sizing.min_ready_replicas_at_peak}"
+    )
     return best, peak
 
 

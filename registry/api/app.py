@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from registry import __version__
 from registry.api.deps import DatabaseDep
 from registry.api.errors import error_body, install_error_handlers
+from registry.api.evidence import evidence_router
 from registry.api.records import records_router
 from registry.errors import CapgateError
 from registry.records.kinds import all_schemas
@@ -49,6 +50,8 @@ def create_app(database: Database) -> FastAPI:
     )
     app.state.database = database
     install_error_handlers(app)
+    # Evidence routes first: /v1/evidence/stale must not be read as a record reference.
+    app.include_router(evidence_router(), prefix="/v1")
     app.include_router(records_router(), prefix="/v1")
 
     @app.get("/healthz", tags=["health"])

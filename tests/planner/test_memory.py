@@ -35,11 +35,20 @@ def test_kv_heads_shard_with_tp_and_replicate_beyond_them() -> None:
 
 def test_blocks_follow_vllm_formula() -> None:
     s = shape("llama-3.1-8b")
-    fit = memory_fit(s, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9,
-                     block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
-                     max_model_len=16384, p99_context_by_class={"a": 7200})
-    kv_bytes = (80 * 0.9 - fit.weights_gib - fit.activation_peak_gib
-                - fit.runtime_overhead_gib) * GIB
+    fit = memory_fit(
+        s,
+        memory_gib=80,
+        tensor_parallel=1,
+        gpu_memory_utilization=0.9,
+        block_size=16,
+        max_num_batched_tokens=8192,
+        max_num_seqs=256,
+        max_model_len=16384,
+        p99_context_by_class={"a": 7200},
+    )
+    kv_bytes = (
+        80 * 0.9 - fit.weights_gib - fit.activation_peak_gib - fit.runtime_overhead_gib
+    ) * GIB
     page = 2 * 16 * 8 * 128 * 2  # one layer's block: K and V, 16 tokens, 8 heads x 128, bf16
     assert fit.kv_blocks == math.floor(kv_bytes / (page * 32))
     assert fit.kv_tokens == fit.kv_blocks * 16
@@ -51,31 +60,62 @@ def test_blocks_follow_vllm_formula() -> None:
 def test_pagedattention_opt13b_slots_within_ten_percent() -> None:
     # PagedAttention Table 1: 12 GB of KV on an A100-40GB = 15.7K token slots.
     s = shape("opt-13b", "A100-SXM-40GB")
-    fit = memory_fit(s, memory_gib=40, tensor_parallel=1, gpu_memory_utilization=0.9,
-                     block_size=16, max_num_batched_tokens=2560, max_num_seqs=256,
-                     max_model_len=2048, p99_context_by_class={})
+    fit = memory_fit(
+        s,
+        memory_gib=40,
+        tensor_parallel=1,
+        gpu_memory_utilization=0.9,
+        block_size=16,
+        max_num_batched_tokens=2560,
+        max_num_seqs=256,
+        max_model_len=2048,
+        p99_context_by_class={},
+    )
     assert abs(fit.kv_tokens / 15_700 - 1) < 0.10
 
 
 def test_does_not_fit_says_so_with_numbers() -> None:
     s = shape("llama-3.1-70b")
-    fit = memory_fit(s, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9,
-                     block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
-                     max_model_len=8192, p99_context_by_class={"a": 4000})
+    fit = memory_fit(
+        s,
+        memory_gib=80,
+        tensor_parallel=1,
+        gpu_memory_utilization=0.9,
+        block_size=16,
+        max_num_batched_tokens=8192,
+        max_num_seqs=256,
+        max_model_len=8192,
+        p99_context_by_class={"a": 4000},
+    )
     assert not fit.fits
     assert "does not fit" in fit.reason and "131.5 GiB" in fit.reason
-    tp4 = memory_fit(s, memory_gib=80, tensor_parallel=4, gpu_memory_utilization=0.9,
-                     block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
-                     max_model_len=8192, p99_context_by_class={"a": 4000})
+    tp4 = memory_fit(
+        s,
+        memory_gib=80,
+        tensor_parallel=4,
+        gpu_memory_utilization=0.9,
+        block_size=16,
+        max_num_batched_tokens=8192,
+        max_num_seqs=256,
+        max_model_len=8192,
+        p99_context_by_class={"a": 4000},
+    )
     assert tp4.fits and tp4.kv_blocks > 0
 
 
 def test_hf_config_is_read_as_is_and_counts_parameters() -> None:
     cfg = {
-        "architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
-        "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
-        "max_position_embeddings": 32768, "tie_word_embeddings": False,
+        "architectures": ["MixtralForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "vocab_size": 32000,
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": False,
     }
     total, active = params_from_hf_config(cfg) or (0.0, 0.0)
     card = find_model("mixtral-8x7b")
@@ -101,8 +141,16 @@ def test_more_memory_never_fewer_kv_blocks(mem: float, extra: float, util: float
     s = shape("llama-3.1-8b")
 
     def blocks(m: float) -> int:
-        return memory_fit(s, memory_gib=m, tensor_parallel=tp, gpu_memory_utilization=util,
-                          block_size=16, max_num_batched_tokens=8192, max_num_seqs=256,
-                          max_model_len=8192, p99_context_by_class={}).kv_blocks
+        return memory_fit(
+            s,
+            memory_gib=m,
+            tensor_parallel=tp,
+            gpu_memory_utilization=util,
+            block_size=16,
+            max_num_batched_tokens=8192,
+            max_num_seqs=256,
+            max_model_len=8192,
+            p99_context_by_class={},
+        ).kv_blocks
 
     assert blocks(mem + extra) >= blocks(mem)

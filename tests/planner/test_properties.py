@@ -10,17 +10,30 @@ from registry.planner.catalog import resolve_model
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
 
-PROMPT = {"basis": "assumed", "reason": "test",
-          "quantiles": {"p10": 100, "p50": 500, "p90": 1500, "p99": 4000}}
-OUT = {"basis": "assumed", "reason": "test",
-       "quantiles": {"p10": 20, "p50": 150, "p90": 400, "p99": 900}}
+PROMPT = {
+    "basis": "assumed",
+    "reason": "test",
+    "quantiles": {"p10": 100, "p50": 500, "p90": 1500, "p99": 4000},
+}
+OUT = {
+    "basis": "assumed",
+    "reason": "test",
+    "quantiles": {"p10": 20, "p50": 150, "p90": 400, "p99": 900},
+}
 
 
 def min_replicas(rate: float, ttft_ms: float, tpot_ms: float, seed: int) -> int | None:
     wl = profiles.workload(
-        rate=rate, prompt=PROMPT, output=OUT, cv=1.5,
-        slo={"ttft_p99_ms": ttft_ms, "tpot_p99_ms": tpot_ms, "e2e_p99_ms": 1e6,
-             "queue_deadline_ms": 1e6},
+        rate=rate,
+        prompt=PROMPT,
+        output=OUT,
+        cv=1.5,
+        slo={
+            "ttft_p99_ms": ttft_ms,
+            "tpot_p99_ms": tpot_ms,
+            "e2e_p99_ms": 1e6,
+            "queue_deadline_ms": 1e6,
+        },
     )
     prov = profiles.provider("llama-3.1-8b", "H100-SXM-80GB")
     pl = profiles.plan(max_num_seqs=256, max_model_len=8192)

@@ -60,11 +60,24 @@ def test_json_is_plain_and_stable(result: PlanRecomputation) -> None:
         for key in ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_p99_ms", "shed_rate"):
             assert isinstance(pc[key], float)
         assert isinstance(pc["slo_met"], bool) and isinstance(pc["violations"], list)
-    for key in ("weights_gib", "kv_cache_gib", "kv_blocks", "kv_tokens",
-                "max_concurrency_at_p99_context", "fits", "reason"):
+    for key in (
+        "weights_gib",
+        "kv_cache_gib",
+        "kv_blocks",
+        "kv_tokens",
+        "max_concurrency_at_p99_context",
+        "fits",
+        "reason",
+    ):
         assert key in data["memory"]
-    for key in ("min_ready_replicas_at_peak", "recommended_replicas_per_zone", "reserve_replicas",
-                "warmup_headroom_replicas", "tensor_parallel", "tp_options"):
+    for key in (
+        "min_ready_replicas_at_peak",
+        "recommended_replicas_per_zone",
+        "reserve_replicas",
+        "warmup_headroom_replicas",
+        "tensor_parallel",
+        "tp_options",
+    ):
         assert key in data["sizing"]
     assert data["calibration"]["fit_error"] is None
     assert "interactive" in data["claims_check"]["per_class"]
@@ -87,8 +100,9 @@ def test_chart_is_written(result: PlanRecomputation, tmp_path: Path) -> None:
 
 def test_too_few_replicas_fail_the_zone_scenario() -> None:
     plan, wl, prov, _ = _load()
-    thin = plan.model_copy(update={"replicas_per_zone": {"us-east1-b": 1, "us-east1-c": 1,
-                                                         "us-east1-d": 1}})
+    thin = plan.model_copy(
+        update={"replicas_per_zone": {"us-east1-b": 1, "us-east1-c": 1, "us-east1-d": 1}}
+    )
     res = recompute(thin, wl, prov, seed=0)
     assert not res.scenarios["largest_zone_lost"].slo_met
     assert not res.slo_met
@@ -98,10 +112,12 @@ def test_too_few_replicas_fail_the_zone_scenario() -> None:
 
 def test_calibration_uses_matching_evidence_and_reports_its_fit() -> None:
     plan, wl, prov, ev = _load()
-    other = prov.model_copy(update={"accelerator": prov.accelerator.model_copy(
-        update={"name": "A100-SXM-80GB"})})
-    res = recompute(plan, wl, prov, evidence=[ev, (ev.model_copy(update={"name": "a100-run"}),
-                                                  other)], seed=0)
+    other = prov.model_copy(
+        update={"accelerator": prov.accelerator.model_copy(update={"name": "A100-SXM-80GB"})}
+    )
+    res = recompute(
+        plan, wl, prov, evidence=[ev, (ev.model_copy(update={"name": "a100-run"}), other)], seed=0
+    )
     cal = res.calibration
     assert cal.fitted and cal.source_evidence == [ev.name]
     assert "a100-run" in cal.ignored_evidence

@@ -18,29 +18,53 @@ from registry.planner.simulator import (
 )
 from registry.planner.step_time import Efficiency, StepModel
 
-CHAT = {"basis": "assumed", "reason": "test",
-        "quantiles": {"p10": 100, "p50": 600, "p90": 2000, "p99": 6000}}
-OUT = {"basis": "assumed", "reason": "test",
-       "quantiles": {"p10": 20, "p50": 180, "p90": 500, "p99": 1100}}
+CHAT = {
+    "basis": "assumed",
+    "reason": "test",
+    "quantiles": {"p10": 100, "p50": 600, "p90": 2000, "p99": 6000},
+}
+OUT = {
+    "basis": "assumed",
+    "reason": "test",
+    "quantiles": {"p10": 20, "p50": 180, "p90": 500, "p99": 1100},
+}
 
 
 def _engine(kv_blocks: int = 28000, fcfs: bool = True) -> EngineSpec:
     prov = profiles.provider("llama-3.1-8b", "H100-SXM-80GB")
-    step = StepModel(resolve_model(prov), prov.accelerator, tensor_parallel=1,
-                     efficiency=Efficiency())
-    return EngineSpec(step=step, kv_blocks=kv_blocks, block_size=16, max_num_seqs=256,
-                      max_num_batched_tokens=8192, fcfs=fcfs)
+    step = StepModel(
+        resolve_model(prov), prov.accelerator, tensor_parallel=1, efficiency=Efficiency()
+    )
+    return EngineSpec(
+        step=step,
+        kv_blocks=kv_blocks,
+        block_size=16,
+        max_num_seqs=256,
+        max_num_batched_tokens=8192,
+        fcfs=fcfs,
+    )
 
 
-def _loads(rate: float, *, n: int = 1500, seed: int = 1, cv: float = 1.5,
-           deadline: float = float("inf"), classes: int = 1) -> list[ClassLoad]:
+def _loads(
+    rate: float,
+    *,
+    n: int = 1500,
+    seed: int = 1,
+    cv: float = 1.5,
+    deadline: float = float("inf"),
+    classes: int = 1,
+) -> list[ClassLoad]:
     rng = np.random.default_rng(seed)
     wl = profiles.workload(rate=rate, prompt=CHAT, output=OUT, cv=cv, cancellation=0.05)
     cls = wl.classes[0]
     return [
-        ClassLoad(name=f"c{i}", priority=i, rate_rps=rate / classes,
-                  stream=draw_class(cls, n // classes, rng, max_model_len=16384),
-                  deadline_s=deadline)
+        ClassLoad(
+            name=f"c{i}",
+            priority=i,
+            rate_rps=rate / classes,
+            stream=draw_class(cls, n // classes, rng, max_model_len=16384),
+            deadline_s=deadline,
+        )
         for i in range(classes)
     ]
 
@@ -87,8 +111,9 @@ def test_preemption_when_kv_runs_out() -> None:
 
 
 def test_priority_policy_serves_lower_value_first_under_load() -> None:
-    res = simulate(_engine(fcfs=False), _loads(16.0, classes=2, n=2000), replicas=1,
-                   retry=RetrySpec())
+    res = simulate(
+        _engine(fcfs=False), _loads(16.0, classes=2, n=2000), replicas=1, retry=RetrySpec()
+    )
     hi, lo = res.per_class["c0"], res.per_class["c1"]
     assert percentile(hi.queue, 90) < percentile(lo.queue, 90)  # type: ignore[operator]
 
@@ -108,7 +133,8 @@ def test_more_replicas_lower_the_tail_with_every_balancer() -> None:
         one = simulate(_engine(), _loads(14.0), replicas=1, retry=RetrySpec(), balancer=balancer)
         three = simulate(_engine(), _loads(14.0), replicas=3, retry=RetrySpec(), balancer=balancer)
         assert (percentile(three.per_class["c0"].ttft, 99) or 0) < (
-            percentile(one.per_class["c0"].ttft, 99) or 0)
+            percentile(one.per_class["c0"].ttft, 99) or 0
+        )
 
 
 def test_evaluator_is_reentrant() -> None:

@@ -12,17 +12,23 @@ from registry.planner.step_time import Efficiency, StepModel, lines_sum, steps_w
 
 def model(name: str, accel: str, tp: int) -> StepModel:
     prov = profiles.provider(name, accel)
-    return StepModel(resolve_model(prov), prov.accelerator, tensor_parallel=tp,
-                     efficiency=Efficiency())
+    return StepModel(
+        resolve_model(prov), prov.accelerator, tensor_parallel=tp, efficiency=Efficiency()
+    )
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(
-    a1=st.floats(0, 1), b1=st.floats(0, 0.01), a2=st.floats(0, 1), b2=st.floats(0, 0.01),
-    k=st.integers(0, 300), c=st.floats(0, 0.1),
+    a1=st.floats(0, 1),
+    b1=st.floats(0, 0.01),
+    a2=st.floats(0, 1),
+    b2=st.floats(0, 0.01),
+    k=st.integers(0, 300),
+    c=st.floats(0, 0.1),
 )
-def test_lines_sum_equals_brute_force(a1: float, b1: float, a2: float, b2: float, k: int,
-                                      c: float) -> None:
+def test_lines_sum_equals_brute_force(
+    a1: float, b1: float, a2: float, b2: float, k: int, c: float
+) -> None:
     brute = sum(c + max(a1 + b1 * i, a2 + b2 * i) for i in range(k))
     assert abs(lines_sum(c, a1, b1, a2, b2, k) - brute) <= 1e-9 * max(1.0, brute)
     if k:
@@ -49,6 +55,7 @@ def test_tensor_parallel_gains_are_sublinear_and_worse_on_pcie() -> None:
     for accel in ("H100-SXM-80GB", "L40S-48GB"):
         for tp in (1, 2, 4):
             assert decode(accel, 2 * tp) > 0.5 * decode(accel, tp)
+
     # The all-reduce share of a step is larger on PCIe than on NVLink, and grows with TP.
     def comm_share(accel: str, tp: int) -> float:
         m = model("llama-3.1-8b", accel, tp)

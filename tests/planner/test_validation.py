@@ -27,15 +27,18 @@ KNOWN_MISSES = {
     "case",
     [
         pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="known miss"))
-        if c.name in KNOWN_MISSES else c
+        if c.name in KNOWN_MISSES
+        else c
         for c in CASES
     ],
     ids=[c.name for c in CASES],
 )
 def test_case_within_target(case: Case) -> None:
     outcome = Outcome(case, case.compute())
-    print(f"{case.name}: published {case.published:g} {case.unit}, planner "
-          f"{outcome.predicted:.4g}, error {outcome.error:+.1%} ({case.source})")
+    print(
+        f"{case.name}: published {case.published:g} {case.unit}, planner "
+        f"{outcome.predicted:.4g}, error {outcome.error:+.1%} ({case.source})"
+    )
     assert outcome.within, f"error {outcome.error:+.1%} beyond ±{case.target:.0%}"
 
 
