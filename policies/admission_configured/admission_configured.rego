@@ -45,7 +45,7 @@ violations contains v if {
 	not is_number(object.get(admission, "queue_deadline_ms", null))
 	v := result.violation(
 		_policy, "queue_deadline_missing", "high",
-		sprintf("class %s has no queue deadline (its SLO allows %v ms in queue)", [name, class.slo.queue_deadline_ms]),
+		sprintf("class %s has no queue deadline (its SLO allows %v ms in queue)", [name, result.show(object.get(class.slo, "queue_deadline_ms", null))]),
 		{"class": name, "queue_deadline_ms": object.get(admission, "queue_deadline_ms", null), "slo_queue_deadline_ms": object.get(class.slo, "queue_deadline_ms", null)},
 	)
 }
@@ -63,7 +63,7 @@ violations contains v if {
 	deadline > class.slo.queue_deadline_ms
 	v := result.violation(
 		_policy, "queue_deadline_exceeds_slo", "high",
-		sprintf("class %s: queue deadline %v ms is longer than the SLO's %v ms", [name, deadline, class.slo.queue_deadline_ms]),
+		sprintf("class %s: queue deadline %v ms is longer than the SLO's %v ms", [name, result.show(deadline), result.show(class.slo.queue_deadline_ms)]),
 		{"class": name, "queue_deadline_ms": deadline, "slo_queue_deadline_ms": class.slo.queue_deadline_ms},
 	)
 }

@@ -19,6 +19,8 @@ _policy := "distributions_measured"
 
 _thresholds := data.capgate.thresholds
 
+_fresh := evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+
 _distributions := ["prompt_tokens", "output_tokens", "concurrency", "arrival"]
 
 _samples := {"prompt_tokens": "prompt_tokens_samples", "output_tokens": "output_tokens_samples"}
@@ -97,7 +99,7 @@ _has_trace_digest if {
 #   severity: high
 #   guards: "failure mode: uniform prompts hide queue and cache behaviour"
 violations contains v if {
-	some e in evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+	some e in _fresh
 	some cv_field, threshold_field in _cvs
 	cv := object.get(e.findings, cv_field, null)
 	minimum := _thresholds[threshold_field]
@@ -106,7 +108,7 @@ violations contains v if {
 		_policy, "uniform_load_test", "high",
 		sprintf(
 			"evidence %s: %s is %v, not above %v: the load test does not reproduce the workload's distribution",
-			[e.ref, cv_field, _shown(cv), minimum],
+			[e.ref, cv_field, result.show(cv), result.show(minimum)],
 		),
 		{"evidence": e.ref, "metric": cv_field, "cv": cv, "min_cv": minimum},
 	)
@@ -116,7 +118,3 @@ _above(x, minimum) if {
 	is_number(x)
 	x > minimum
 }
-
-_shown(x) := result.rounded(x) if is_number(x)
-
-else := "unknown"

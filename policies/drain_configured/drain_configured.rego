@@ -29,9 +29,11 @@ _pre_stop_sleep_s := s if {
 	is_number(s)
 } else := 0
 
+_fresh := evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+
 _evidence_e2e_p99_ms := [ms |
-	some e in evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
-	some _, class in e.per_class
+	some e in _fresh
+	some class in e.per_class
 	ms := class.e2e_p99_ms
 	is_number(ms)
 ]
@@ -79,7 +81,10 @@ violations contains v if {
 		_policy, "grace_period_too_short", "high",
 		sprintf(
 			"termination grace period %v s is shorter than the pre-stop sleep %v s plus the in-flight tail %v s (%v s)",
-			[object.get(_drain, "termination_grace_period_s", null), _pre_stop_sleep_s, result.rounded(_tail_s), result.rounded(_required_grace_s)],
+			[
+				result.show(object.get(_drain, "termination_grace_period_s", null)), result.show(_pre_stop_sleep_s),
+				result.show(_tail_s), result.show(_required_grace_s),
+			],
 		),
 		{
 			"termination_grace_period_s": object.get(_drain, "termination_grace_period_s", null),
@@ -147,7 +152,7 @@ violations contains v if {
 		_policy, "scale_down_faster_than_drain", "high",
 		sprintf(
 			"scale-down stabilisation %v s is shorter than the termination grace period %v s",
-			[_scale_down_s, _grace],
+			[result.show(_scale_down_s), result.show(_grace)],
 		),
 		{"scale_down_stabilization_s": _scale_down_s, "termination_grace_period_s": _grace},
 	)

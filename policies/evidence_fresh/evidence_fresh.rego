@@ -28,7 +28,8 @@ violations contains v if {
 	e.fresh != true
 	v := result.violation(
 		_policy, "evidence_stale", "high",
-		sprintf("evidence %s is stale: %s", [e.ref, concat("; ", e.stale_reasons)]),
+		# concat, not sprintf("%s"): regopy 1.5.2 quotes a concat() result formatted with %s.
+		concat("", [sprintf("evidence %s is stale: ", [e.ref]), concat("; ", e.stale_reasons)]),
 		{"evidence": e.ref, "stale_reasons": e.stale_reasons},
 	)
 }
@@ -44,7 +45,7 @@ violations contains v if {
 	e.age_days > _max_age
 	v := result.violation(
 		_policy, "evidence_too_old", "medium",
-		sprintf("evidence %s is %v days old; at most %v allowed", [e.ref, result.rounded(e.age_days), _max_age]),
+		sprintf("evidence %s is %v days old; at most %v allowed", [e.ref, result.show(e.age_days), result.show(_max_age)]),
 		{"evidence": e.ref, "age_days": e.age_days, "max_age_days": _max_age},
 	)
 }

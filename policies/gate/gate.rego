@@ -22,7 +22,7 @@ import data.capgate.policies.warm_replica_exclusion
 # METADATA
 # title: violations
 # description: The union of every policy's violations.
-violations := (((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations)
+violations := ((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations
 
 # METADATA
 # title: decision

@@ -19,7 +19,7 @@ _thresholds := data.capgate.thresholds
 
 _fresh := evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
 
-_priorities := {class.priority | some _, class in input.workload.classes}
+_priorities := {class.priority | some class in input.workload.classes}
 
 _required_priority_classes := min([count(_priorities), _thresholds.load_test_min_priority_classes])
 

@@ -43,7 +43,7 @@ violations contains v if {
 		_policy, "tp_on_slow_interconnect", "high",
 		sprintf(
 			"tensor parallelism %v over %s for a model that fits one accelerator: all-reduce over a slow interconnect costs latency",
-			[_tp, input.provider.interconnect],
+			[result.show(_tp), input.provider.interconnect],
 		),
 		{
 			"tensor_parallel": _tp,
@@ -69,12 +69,8 @@ violations contains v if {
 		_policy, "tp_gain_unproven", "high",
 		sprintf(
 			"tensor parallelism %v for a model that fits one accelerator gains %v in p99 TPOT over TP=1; at least %v required",
-			[_tp, _shown(_gain), _thresholds.tp_min_latency_gain],
+			[result.show(_tp), result.show(_gain), result.show(_thresholds.tp_min_latency_gain)],
 		),
 		{"tensor_parallel": _tp, "fits_single_gpu": true, "tp_latency_gain": _gain, "min_latency_gain": _thresholds.tp_min_latency_gain},
 	)
 }
-
-_shown(x) := result.rounded(x) if is_number(x)
-
-else := "unknown"

@@ -58,7 +58,7 @@ violations contains v if {
 		_policy, "worker_reserve_missing", "high",
 		sprintf(
 			"the reserve covers %v worker failures; at least %v required",
-			[declared, _thresholds.reserve_min_worker_failures],
+			[result.show(declared), result.show(_thresholds.reserve_min_worker_failures)],
 		),
 		{"worker_failures": declared, "min_worker_failures": _thresholds.reserve_min_worker_failures},
 	)
@@ -78,7 +78,7 @@ violations contains v if {
 		_policy, "zone_reserve_missing", "high",
 		sprintf(
 			"the reserve covers %v zone failures; at least %v required",
-			[declared, _thresholds.reserve_min_zone_failures],
+			[result.show(declared), result.show(_thresholds.reserve_min_zone_failures)],
 		),
 		{"zone_failures": declared, "min_zone_failures": _thresholds.reserve_min_zone_failures},
 	)
@@ -110,13 +110,14 @@ violations contains v if {
 	some scenario, what in _scenarios
 	predicted := input.recomputation.scenarios[scenario]
 	predicted.slo_met != true
-	failing := sort([name | some name, class in predicted.per_class; class.slo_met != true])
+	failing := sort([name | some name; predicted.per_class[name].slo_met != true])
 	v := result.violation(
 		_policy, "scenario_slo_missed", "high",
-		sprintf(
-			"after %s (%v ready replicas) the recomputation misses the SLOs of %v",
-			[what, predicted.ready_replicas, failing],
-		),
+		# concat, not sprintf("%s"): regopy 1.5.2 quotes a concat() result formatted with %s.
+		concat("", [
+			sprintf("after %s (%v ready replicas) the recomputation misses the SLOs of ", [what, result.show(predicted.ready_replicas)]),
+			concat(", ", failing),
+		]),
 		{"scenario": scenario, "ready_replicas": predicted.ready_replicas, "failing_classes": failing},
 	)
 }

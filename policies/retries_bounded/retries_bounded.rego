@@ -51,7 +51,7 @@ violations contains v if {
 	not _at_most(_get("max_attempts"), _thresholds.retry_max_attempts)
 	v := result.violation(
 		_policy, "attempts_unbounded", "high",
-		sprintf("retry max_attempts is %v; at most %v allowed", [_get("max_attempts"), _thresholds.retry_max_attempts]),
+		sprintf("retry max_attempts is %v; at most %v allowed", [result.show(_get("max_attempts")), result.show(_thresholds.retry_max_attempts)]),
 		{"max_attempts": _get("max_attempts"), "max_allowed": _thresholds.retry_max_attempts},
 	)
 }
@@ -69,7 +69,7 @@ violations contains v if {
 		_policy, "backoff_missing", "high",
 		sprintf(
 			"retries do not back off: initial %v ms, maximum %v ms",
-			[_get("backoff_initial_ms"), _get("backoff_max_ms")],
+			[result.show(_get("backoff_initial_ms")), result.show(_get("backoff_max_ms"))],
 		),
 		{"backoff_initial_ms": _get("backoff_initial_ms"), "backoff_max_ms": _get("backoff_max_ms")},
 	)
@@ -111,7 +111,7 @@ violations contains v if {
 		_policy, "retry_budget_unbounded", "high",
 		sprintf(
 			"retry budget ratio is %v; at most %v allowed",
-			[_get("retry_budget_ratio"), _thresholds.retry_max_budget_ratio],
+			[result.show(_get("retry_budget_ratio")), result.show(_thresholds.retry_max_budget_ratio)],
 		),
 		{"retry_budget_ratio": _get("retry_budget_ratio"), "max_allowed": _thresholds.retry_max_budget_ratio},
 	)

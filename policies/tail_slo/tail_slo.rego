@@ -80,7 +80,7 @@ violations contains v if {
 		_policy, "no_evidence_at_peak", "high",
 		sprintf(
 			"no fresh load-test evidence at or above the peak of %v requests/s per ready replica (%d fresh evidence)",
-			[result.rounded(_peak_rps), count(fresh)],
+			[result.show(_peak_rps), count(fresh)],
 		),
 		{"peak_rps_per_replica": _peak_rps, "fresh_evidence": fresh},
 	)
@@ -125,7 +125,7 @@ violations contains v if {
 		_policy, "evidence_slo_missed", "high",
 		sprintf(
 			"evidence %s: class %s %s is %v ms at %v requests/s per replica, over the SLO of %v ms",
-			[e.ref, name, metric, result.rounded(measured), result.rounded(e.offered_rps_per_replica), result.rounded(slo)],
+			[e.ref, name, metric, result.show(measured), result.show(e.offered_rps_per_replica), result.show(slo)],
 		),
 		{
 			"evidence": e.ref,
@@ -172,7 +172,7 @@ violations contains v if {
 		_policy, "recomputation_slo_missed", "high",
 		sprintf(
 			"recomputed peak: class %s %s is %v ms, over the SLO of %v ms",
-			[name, metric, result.rounded(predicted), result.rounded(slo)],
+			[name, metric, result.show(predicted), result.show(slo)],
 		),
 		{
 			"class": name,
@@ -199,7 +199,7 @@ violations contains v if {
 	not _predicted_over(name)
 	v := result.violation(
 		_policy, "recomputation_flags_miss", "high",
-		sprintf("recomputed peak: the planner marks class %s as missing its SLO (shed rate %v)", [name, predicted.shed_rate]),
+		sprintf("recomputed peak: the planner marks class %s as missing its SLO (shed rate %v)", [name, result.show(predicted.shed_rate)]),
 		{"class": name, "shed_rate": predicted.shed_rate},
 	)
 }
@@ -221,8 +221,8 @@ violations contains v if {
 		sprintf(
 			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v)",
 			[
-				name, metric, result.rounded(check.claimed), result.rounded(check.predicted),
-				result.rounded(check.relative_error), _thresholds.claims_max_relative_error,
+				name, metric, result.show(check.claimed), result.show(check.predicted),
+				result.show(check.relative_error), result.show(_thresholds.claims_max_relative_error),
 			],
 		),
 		{

@@ -28,7 +28,7 @@ _declared_reserve := r if {
 	is_number(r)
 } else := 0
 
-_largest_zone := max([n | some _, n in input.plan.replicas_per_zone]) if {
+_largest_zone := max([n | some n in input.plan.replicas_per_zone]) if {
 	count(input.plan.replicas_per_zone) > 0
 } else := 0
 
@@ -69,7 +69,7 @@ violations contains v if {
 		_policy, "warming_counted_as_capacity", "high",
 		sprintf(
 			"the plan counts warming replicas as capacity, but a replica takes %v s to warm",
-			[input.provider.warmup_s],
+			[result.show(input.provider.warmup_s)],
 		),
 		{
 			"count_warming_as_capacity": object.get(_warmup, "count_warming_as_capacity", null),
@@ -107,7 +107,7 @@ violations contains v if {
 		_policy, "startup_probe_too_short", "high",
 		sprintf(
 			"the startup probe budget %v s is shorter than the measured warm-up of %v s",
-			[object.get(_warmup, "startup_probe_budget_s", null), input.provider.warmup_s],
+			[result.show(object.get(_warmup, "startup_probe_budget_s", null)), result.show(input.provider.warmup_s)],
 		),
 		{
 			"startup_probe_budget_s": object.get(_warmup, "startup_probe_budget_s", null),
@@ -136,7 +136,7 @@ violations contains v if {
 		_policy, "min_replicas_below_ready_floor", "high",
 		sprintf(
 			"the replica floor %v is below the %v ready replicas needed at peak plus a reserve of %v (%v)",
-			[_floor, _min_ready, _reserve_replicas, _required_floor],
+			[result.show(_floor), result.show(_min_ready), result.show(_reserve_replicas), result.show(_required_floor)],
 		),
 		{
 			"min_replicas": _floor,
@@ -168,7 +168,10 @@ violations contains v if {
 		_policy, "warmup_headroom_missing", "high",
 		sprintf(
 			"the plan runs %v replicas; %v ready at peak plus %v headroom for one warm-up needs %v",
-			[input.plan.total_replicas, _min_ready, input.recomputation.warmup_headroom_replicas, required],
+			[
+				result.show(input.plan.total_replicas), result.show(_min_ready),
+				result.show(input.recomputation.warmup_headroom_replicas), result.show(required),
+			],
 		),
 		{
 			"total_replicas": input.plan.total_replicas,

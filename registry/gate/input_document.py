@@ -128,10 +128,12 @@ class EvidenceInput(RecordIdentity):
 
 
 class PredictedClass(_Doc):
-    ttft_p99_ms: float
-    tpot_p99_ms: float
-    e2e_p99_ms: float
-    queue_p99_ms: float
+    """Null percentiles mean the class completed nothing in the simulation (slo_met false)."""
+
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    e2e_p99_ms: float | None
+    queue_p99_ms: float | None
     shed_rate: float
     slo_met: bool
 
@@ -152,7 +154,9 @@ class RecomputationInput(_Doc):
     planner_version: str
     fits: bool = Field(description="The model and one max-length request fit a replica.")
     fits_single_gpu: bool = Field(description="The model fits one accelerator at TP=1.")
-    min_ready_replicas_at_peak: int
+    min_ready_replicas_at_peak: int | None = Field(
+        description="Fewest ready replicas meeting every SLO at peak; null when none found."
+    )
     warmup_headroom_replicas: int = Field(
         description="Extra ready replicas to absorb the peak's growth during one warm-up."
     )

@@ -144,6 +144,9 @@ def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitRe
         created_by=ctx.principal,
     )
     repo.add(row, {role: target.id for role, target in targets.items()})
+    from registry.staleness.service import on_new_version
+
+    staled = on_new_version(ctx, kind=kind, row=row)
     view = to_view(row, targets)
     ctx.record_event(
         f"{kind.value}.submit",
@@ -152,6 +155,7 @@ def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitRe
             "ref": view.ref,
             "digest": digest,
             "references": {role: target.digest for role, target in sorted(targets.items())},
+            "staled": staled,
         },
     )
     return SubmitResult(created=True, record=view)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
-from registry.storage.models import RecordRefRow, RecordRow
+from registry.storage.models import DecisionRow, RecomputationRow, RecordRefRow, RecordRow
 
 
 class RecordRepository:
@@ -161,3 +162,199 @@ class RecordRepository:
                 .order_by(RecordRow.name)
             )
         )
+
+
+class GateRepository:
+    """SQL for recomputations and decisions."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def recomputation(
+        self, plan_record_id: int, planner_version: str, calibration_key: str, seed: int
+    ) -> RecomputationRow | None:
+        return self.session.scalar(
+            select(RecomputationRow).where(
+                RecomputationRow.plan_record_id == plan_record_id,
+                RecomputationRow.planner_version == planner_version,
+                RecomputationRow.calibration_key == calibration_key,
+                RecomputationRow.seed == seed,
+            )
+        )
+
+    def add(self, row: RecomputationRow | DecisionRow) -> None:
+        self.session.add(row)
+        self.session.flush()
+
+    def decision(self, decision_id: str) -> DecisionRow | None:
+        return self.session.get(DecisionRow, decision_id)
+
+    def decisions(
+        self,
+        *,
+        plan_name: str | None,
+        outcome: str | None,
+        principal: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+        offset: int,
+    ) -> tuple[list[tuple[DecisionRow, RecordRow]], int]:
+        query = select(DecisionRow, RecordRow).join(
+            RecordRow, RecordRow.id == DecisionRow.plan_record_id
+        )
+        if plan_name is not None:
+            query = query.where(RecordRow.name == plan_name)
+        if outcome is not None:
+            query = query.where(DecisionRow.outcome == outcome)
+        if principal is not None:
+            query = query.where(DecisionRow.principal == principal)
+        if since is not None:
+            query = query.where(DecisionRow.created_at >= since)
+        if until is not None:
+            query = query.where(DecisionRow.created_at < until)
+        total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
+        rows = self.session.execute(
+            query.order_by(DecisionRow.created_at.desc(), DecisionRow.id)
+            .limit(limit)
+            .offset(offset)
+        ).all()
+        return [(d, r) for d, r in rows], int(total)
+
+    def latest_decision_per_plan(self) -> list[tuple[DecisionRow, RecordRow]]:
+        """The newest non-error decision for each plan name: the plans still in use."""
+        rows = self.session.execute(
+            select(DecisionRow, RecordRow)
+            .join(RecordRow, RecordRow.id == DecisionRow.plan_record_id)
+            .where(DecisionRow.outcome != "error")
+            .order_by(RecordRow.name, DecisionRow.created_at)
+        ).all()
+        latest: dict[str, tuple[DecisionRow, RecordRow]] = {}
+        for decision, plan in rows:
+            latest[plan.name] = (decision, plan)
+        return list(latest.values())
+
+
+# ---- staleness -------------------------------------------------------------------------
+# Appended as its own section (imports included) so that it merges cleanly with other work
+# on this module.
+
+from typing import Any  # noqa: E402
+
+from sqlalchemy import JSON, ColumnElement, cast, exists  # noqa: E402
+from sqlalchemy.orm.util import AliasedClass  # noqa: E402
+
+from registry.storage.models import StalenessRow  # noqa: E402
+
+
+def _measured_at_text(session: Session, record: type[RecordRow] | AliasedClass[RecordRow]) -> Any:
+    """The evidence content's `measured_at` (ISO text), extracted by the database."""
+    if session.get_bind().dialect.name == "postgresql":
+        return func.json_extract_path_text(cast(record.content, JSON), "measured_at")
+    return func.json_extract(record.content, "$.measured_at")
+
+
+def _is_latest(record: type[RecordRow] | AliasedClass[RecordRow]) -> ColumnElement[bool]:
+    """No newer version of the same series exists (uses the (kind, name, version) index)."""
+    newer = aliased(RecordRow)
+    return ~exists().where(
+        newer.kind == record.kind, newer.name == record.name, newer.version > record.version
+    )
+
+
+class StalenessRepository:
+    """All SQL for staleness records and the evidence they point at."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def latest_evidence_pinned_before(
+        self, role: str, target: RecordRow
+    ) -> list[tuple[RecordRow, RecordRow]]:
+        """(evidence, pinned version) for the latest version of each evidence name whose
+        `role` reference points at an older version of `target`'s series."""
+        evidence = aliased(RecordRow)
+        pinned_row = aliased(RecordRow)
+        rows = self.session.execute(
+            select(evidence, pinned_row)
+            .join(
+                RecordRefRow, (RecordRefRow.record_id == evidence.id) & (RecordRefRow.role == role)
+            )
+            .join(pinned_row, pinned_row.id == RecordRefRow.target_id)
+            .where(
+                evidence.kind == "evidence",
+                pinned_row.kind == target.kind,
+                pinned_row.name == target.name,
+                pinned_row.version < target.version,
+                _is_latest(evidence),
+            )
+            .order_by(evidence.name)
+        ).all()
+        return [(row[0], row[1]) for row in rows]
+
+    def exists(self, evidence_id: int, cause_id: int) -> bool:
+        found = self.session.scalar(
+            select(StalenessRow.id).where(
+                StalenessRow.evidence_record_id == evidence_id,
+                StalenessRow.cause_record_id == cause_id,
+            )
+        )
+        return found is not None
+
+    def add(self, row: StalenessRow) -> StalenessRow:
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def history(
+        self, evidence_ids: Sequence[int]
+    ) -> dict[int, list[tuple[StalenessRow, RecordRow, RecordRow]]]:
+        """For each evidence id: (staleness, cause, measured) in the order detected."""
+        out: dict[int, list[tuple[StalenessRow, RecordRow, RecordRow]]] = {
+            rid: [] for rid in evidence_ids
+        }
+        if not evidence_ids:
+            return out
+        cause = aliased(RecordRow)
+        measured = aliased(RecordRow)
+        rows = self.session.execute(
+            select(StalenessRow, cause, measured)
+            .join(cause, cause.id == StalenessRow.cause_record_id)
+            .join(measured, measured.id == StalenessRow.measured_record_id)
+            .where(StalenessRow.evidence_record_id.in_(evidence_ids))
+            .order_by(StalenessRow.detected_at, StalenessRow.id)
+        ).all()
+        for staleness, cause_row, measured_row in rows:
+            out[staleness.evidence_record_id].append((staleness, cause_row, measured_row))
+        return out
+
+    def staled_evidence(self, *, latest_only: bool) -> list[tuple[int, str, int, str | None]]:
+        """(id, name, version, measured_at text) of evidence with staleness records."""
+        query = select(
+            RecordRow.id,
+            RecordRow.name,
+            RecordRow.version,
+            _measured_at_text(self.session, RecordRow),
+        ).where(
+            RecordRow.kind == "evidence",
+            exists().where(StalenessRow.evidence_record_id == RecordRow.id),
+        )
+        if latest_only:
+            query = query.where(_is_latest(RecordRow))
+        return [(r[0], r[1], r[2], r[3]) for r in self.session.execute(query).all()]
+
+    def latest_evidence_measured_at(self) -> list[tuple[int, str, int, str | None]]:
+        """(id, name, version, measured_at text) of the latest version of each evidence."""
+        query = select(
+            RecordRow.id,
+            RecordRow.name,
+            RecordRow.version,
+            _measured_at_text(self.session, RecordRow),
+        ).where(RecordRow.kind == "evidence", _is_latest(RecordRow))
+        return [(r[0], r[1], r[2], r[3]) for r in self.session.execute(query).all()]
+
+    def records_by_id(self, record_ids: Sequence[int]) -> dict[int, RecordRow]:
+        if not record_ids:
+            return {}
+        rows = self.session.scalars(select(RecordRow).where(RecordRow.id.in_(record_ids)))
+        return {row.id: row for row in rows}

@@ -1,0 +1,259 @@
+"""Assembling the gate's input document from the registry and the planner's result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registry.gate.context import EvidenceItem, PlanContext
+from registry.gate.input_document import (
+    ClaimCheck,
+    EvidenceClassInput,
+    EvidenceFindings,
+    EvidenceInput,
+    GateInput,
+    MeasuredFlags,
+    PlanInput,
+    PredictedClass,
+    ProviderInput,
+    RecomputationInput,
+    Scenario,
+    WorkloadClassInput,
+    WorkloadInput,
+)
+from registry.planner.result import PlanRecomputation
+from registry.records.common import Basis, Distribution
+from registry.records.evidence import ImportFindings, LoadTestEvidence
+from registry.records.workload import TrafficClass, WorkloadProfile
+
+SCENARIOS = ("peak", "one_worker_lost", "largest_zone_lost")
+
+
+def _measured(distribution: Distribution | None) -> bool:
+    return (
+        distribution is not None
+        and distribution.basis is Basis.measured
+        and bool(distribution.samples)
+    )
+
+
+def _workload_class(traffic_class: TrafficClass) -> WorkloadClassInput:
+    return WorkloadClassInput(
+        priority=traffic_class.priority,
+        mean_rps=traffic_class.arrival.mean_rps,
+        peak_rps=traffic_class.arrival.peak_rps,
+        interarrival_cv=traffic_class.arrival.interarrival_cv,
+        max_output_tokens=traffic_class.max_output_tokens,
+        cancellation_rate=traffic_class.cancellation_rate,
+        slo=traffic_class.slo.model_dump(),
+        measured=MeasuredFlags(
+            prompt_tokens=_measured(traffic_class.prompt_tokens),
+            output_tokens=_measured(traffic_class.output_tokens),
+            concurrency=_measured(traffic_class.concurrency),
+            arrival=traffic_class.arrival.basis is Basis.measured,
+        ),
+        prompt_tokens_samples=traffic_class.prompt_tokens.samples,
+        output_tokens_samples=traffic_class.output_tokens.samples,
+    )
+
+
+def _length_cv(distribution: Distribution | None) -> float | None:
+    """CV of offered lengths stated as a distribution (for evidence without findings)."""
+    from registry.importers.stats import cv_from_stated
+
+    if distribution is None or distribution.quantiles is None:
+        return None
+    from registry.records.common import quantile_level
+
+    levels = {quantile_level(k): v for k, v in distribution.quantiles.items()}
+    return cv_from_stated(
+        mean=distribution.mean, std=None, levels=levels, samples=distribution.samples
+    ).cv
+
+
+def _findings(evidence: LoadTestEvidence, workload: WorkloadProfile) -> EvidenceFindings:
+    """The import's findings, or the same figures derived from a submitted record."""
+    stated: ImportFindings | None = evidence.findings
+    priorities = {
+        c.priority
+        for c in workload.classes
+        if c.name in (evidence.offered.classes or list(evidence.results.per_class))
+    }
+    cancelled = sum(r.cancelled or 0 for r in evidence.results.per_class.values())
+    derived_cancellation = cancelled > 0 or bool(evidence.offered.cancellation_rate)
+    if stated is not None:
+        return EvidenceFindings(
+            prompt_tokens_cv=stated.prompt_tokens.cv,
+            output_tokens_cv=stated.output_tokens.cv,
+            cancellation_exercised=bool(stated.cancellations_exercised),
+            priority_classes=stated.priority_classes or len(priorities),
+        )
+    return EvidenceFindings(
+        prompt_tokens_cv=_length_cv(evidence.offered.prompt_tokens),
+        output_tokens_cv=_length_cv(evidence.offered.output_tokens),
+        cancellation_exercised=derived_cancellation,
+        priority_classes=len(priorities),
+    )
+
+
+def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
+    evidence = item.model
+    offered = evidence.offered
+    per_replica = (
+        offered.request_rate_rps / offered.replicas
+        if offered.request_rate_rps is not None
+        else None
+    )
+    measured = evidence.measured_against
+    per_class = {
+        name: EvidenceClassInput(
+            ttft_p99_ms=result.ttft_ms.at(99) if result.ttft_ms else None,
+            tpot_p99_ms=result.tpot_ms.at(99) if result.tpot_ms else None,
+            e2e_p99_ms=result.e2e_ms.at(99) if result.e2e_ms else None,
+            queue_p99_ms=result.queue_ms.at(99) if result.queue_ms else None,
+        )
+        for name, result in evidence.results.per_class.items()
+    }
+    return EvidenceInput(
+        ref=item.view.ref,
+        digest=item.view.digest,
+        tool=evidence.tool.name,
+        fresh=item.freshness.fresh,
+        stale_reasons=item.freshness.reasons,
+        age_days=round(item.freshness.age_days, 3),
+        measured_against={
+            "workload": measured.workload,
+            "provider": measured.provider,
+            "plan": measured.plan,
+        },
+        replicas=offered.replicas,
+        offered_rps_per_replica=per_replica,
+        classes=list(offered.classes or evidence.results.per_class),
+        per_class=per_class,
+        findings=_findings(evidence, context.workload),
+        # Evidence pinned to a plan ran that plan's serving config; otherwise assume TP=1.
+        tp_degree=context.plan.parallelism.tensor_parallel if measured.plan else 1,
+        interconnect=context.provider.accelerator.interconnect.kind.value,
+    )
+
+
+def _scenario(result: PlanRecomputation, name: str) -> Scenario:
+    scenario = result.scenarios[name]
+    return Scenario(
+        ready_replicas=scenario.ready_replicas,
+        slo_met=scenario.slo_met,
+        per_class={
+            cls: PredictedClass(
+                ttft_p99_ms=p.ttft_p99_ms,
+                tpot_p99_ms=p.tpot_p99_ms,
+                e2e_p99_ms=p.e2e_p99_ms,
+                queue_p99_ms=p.queue_p99_ms,
+                shed_rate=p.shed_rate,
+                slo_met=p.slo_met,
+            )
+            for cls, p in scenario.per_class.items()
+        },
+    )
+
+
+def _longest_stream_s(result: PlanRecomputation, workload: WorkloadProfile) -> float:
+    """TTFT p99 plus the longest allowed output at the p99 time per token, at peak."""
+    peak = result.scenarios["peak"].per_class
+    longest = 0.0
+    for traffic_class in workload.classes:
+        predicted = peak.get(traffic_class.name)
+        if predicted is None:
+            continue
+        tokens = (
+            traffic_class.max_output_tokens
+            or traffic_class.output_tokens.max
+            or (traffic_class.output_tokens.quantile(99) or 0.0)
+        )
+        stream_ms = (predicted.ttft_p99_ms or 0.0) + tokens * (predicted.tpot_p99_ms or 0.0)
+        longest = max(longest, stream_ms / 1000.0)
+    return longest
+
+
+def _tp_latency_gain(result: PlanRecomputation, tensor_parallel: int) -> float | None:
+    if tensor_parallel == 1:
+        return None
+    options = {o.tensor_parallel: o for o in result.sizing.tp_options}
+    base, chosen = options.get(1), options.get(tensor_parallel)
+    if base is None or chosen is None:
+        return None
+    if not base.worst_tpot_p99_ms or chosen.worst_tpot_p99_ms is None:
+        return None
+    return (base.worst_tpot_p99_ms - chosen.worst_tpot_p99_ms) / base.worst_tpot_p99_ms
+
+
+def recomputation_input(result: PlanRecomputation, context: PlanContext) -> RecomputationInput:
+    options = {o.tensor_parallel: o for o in result.sizing.tp_options}
+    single = options.get(1)
+    peak_rps = sum(c.arrival.peak_rps for c in context.workload.classes)
+    claims: dict[str, dict[str, ClaimCheck]] = {}
+    for cls, metrics in result.claims_check.per_class.items():
+        for metric, check in metrics.items():
+            if check.claimed is None or check.predicted is None or check.relative_error is None:
+                continue
+            claims.setdefault(cls, {})[metric] = ClaimCheck(
+                claimed=check.claimed,
+                predicted=check.predicted,
+                relative_error=abs(check.relative_error),
+            )
+    e2e = [p.e2e_p99_ms for p in result.scenarios["peak"].per_class.values() if p.e2e_p99_ms]
+    return RecomputationInput(
+        planner_version=result.planner_version,
+        fits=result.memory.fits,
+        fits_single_gpu=bool(single and single.fits),
+        min_ready_replicas_at_peak=result.sizing.min_ready_replicas_at_peak,
+        warmup_headroom_replicas=result.sizing.warmup_headroom_replicas,
+        peak_rps_per_replica=peak_rps / max(context.plan.total_replicas, 1),
+        longest_stream_s=round(_longest_stream_s(result, context.workload), 3),
+        e2e_p99_ms_max=max(e2e, default=0.0),
+        scenarios={name: _scenario(result, name) for name in SCENARIOS},
+        claims_check=claims,
+        tp_latency_gain=_tp_latency_gain(result, context.plan.parallelism.tensor_parallel),
+    )
+
+
+def gate_input(context: PlanContext, result: PlanRecomputation) -> GateInput:
+    plan, workload, provider = context.plan, context.workload, context.provider
+    dump: dict[str, Any] = plan.model_dump(mode="json")
+    return GateInput(
+        plan=PlanInput(
+            ref=context.plan_view.ref,
+            digest=context.plan_view.digest,
+            tensor_parallel=plan.parallelism.tensor_parallel,
+            gpus_per_replica=plan.parallelism.gpus_per_replica,
+            replicas_per_zone=dict(plan.replicas_per_zone),
+            total_replicas=plan.total_replicas,
+            serving=dump["serving"],
+            admission=dump["admission"],
+            autoscaling=dump["autoscaling"],
+            drain=dump["drain"],
+            warmup=dump["warmup"],
+            reserve=dump["reserve"],
+            claims=dump["claims"],
+        ),
+        workload=WorkloadInput(
+            ref=context.workload_view.ref,
+            digest=context.workload_view.digest,
+            classes={c.name: _workload_class(c) for c in workload.classes},
+            peak_rps=sum(c.arrival.peak_rps for c in workload.classes),
+            trace_digest=workload.measurement.trace_digest if workload.measurement else None,
+        ),
+        provider=ProviderInput(
+            ref=context.provider_view.ref,
+            digest=context.provider_view.digest,
+            model=provider.model.name,
+            accelerator=provider.accelerator.name,
+            accelerator_memory_gib=provider.accelerator.memory_gib,
+            interconnect=provider.accelerator.interconnect.kind.value,
+            interconnect_bandwidth_gb_s=provider.accelerator.interconnect.bandwidth_gb_s,
+            zones=list(provider.zones),
+            warmup_s=provider.warmup.cold_start_to_ready_s,
+            runtime=provider.runtime.name,
+            runtime_version=provider.runtime.version,
+        ),
+        evidence=[_evidence(item, context) for item in context.evidence],
+        recomputation=recomputation_input(result, context),
+    )

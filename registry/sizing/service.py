@@ -1,0 +1,117 @@
+"""Recomputing a plan with the embedded planner, and keeping the result.
+
+A recomputation is keyed by the plan version, the planner version, the evidence that
+calibrated it and the seed, so the gate reads the same numbers the engineer saw from
+`capgate plan size` unless one of those changed. The planner runs outside any
+transaction; only storing the result is a write.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from registry.audit.chain import as_utc
+from registry.digest import canonical_json, content_digest
+from registry.gate.context import PlanContext, load_plan_context
+from registry.planner import PLANNER_VERSION, PlanRecomputation, recompute
+from registry.staleness.rules import StalenessThresholds
+from registry.storage.database import Database, WriteContext
+from registry.storage.models import RecomputationRow
+from registry.storage.repository import GateRepository
+
+DEFAULT_SEED = 0
+
+
+class RecomputationView(BaseModel):
+    plan: str
+    planner_version: str
+    calibration_key: str
+    seed: int
+    digest: str
+    created_at: datetime
+    created_by: str
+    result: PlanRecomputation
+
+
+@dataclass(frozen=True)
+class Sized:
+    context: PlanContext
+    view: RecomputationView
+
+
+def calibration_key(context: PlanContext) -> str:
+    """Which evidence calibrates the planner: the fresh evidence's digests, or none."""
+    digests = sorted(item.view.digest for item in context.evidence if item.freshness.fresh)
+    return content_digest(digests) if digests else "none"
+
+
+def _view(row: RecomputationRow, plan_ref: str) -> RecomputationView:
+    return RecomputationView(
+        plan=plan_ref,
+        planner_version=row.planner_version,
+        calibration_key=row.calibration_key,
+        seed=row.seed,
+        digest=row.digest,
+        created_at=as_utc(row.created_at),
+        created_by=row.created_by,
+        result=PlanRecomputation.model_validate(json.loads(row.result)),
+    )
+
+
+def size_plan(
+    database: Database,
+    *,
+    plan_ref: str,
+    principal: str,
+    now: datetime,
+    limits: StalenessThresholds,
+    seed: int = DEFAULT_SEED,
+) -> Sized:
+    """The plan's recomputation: the stored one if its inputs are unchanged, else a new one."""
+    with database.reading() as session:
+        context = load_plan_context(session, plan_ref=plan_ref, now=now, limits=limits)
+        key = calibration_key(context)
+        existing = GateRepository(session).recomputation(
+            context.plan_row_id, PLANNER_VERSION, key, seed
+        )
+        if existing is not None:
+            return Sized(context=context, view=_view(existing, context.plan_view.ref))
+
+    fresh = [item.model for item in context.evidence if item.freshness.fresh]
+    result = recompute(context.plan, context.workload, context.provider, evidence=fresh, seed=seed)
+    payload = result.model_dump(mode="json")
+
+    def store(ctx: WriteContext) -> RecomputationRow:
+        repo = GateRepository(ctx.session)
+        # A concurrent run of the same recomputation may have stored it meanwhile.
+        stored = repo.recomputation(context.plan_row_id, result.planner_version, key, seed)
+        if stored is not None:
+            return stored
+        row = RecomputationRow(
+            plan_record_id=context.plan_row_id,
+            planner_version=result.planner_version,
+            calibration_key=key,
+            seed=seed,
+            result=canonical_json(payload),
+            digest=content_digest(payload),
+            created_at=ctx.now,
+            created_by=ctx.principal,
+        )
+        repo.add(row)
+        ctx.record_event(
+            "plan.recompute",
+            {
+                "plan": context.plan_view.ref,
+                "planner_version": result.planner_version,
+                "calibration_key": key,
+                "digest": row.digest,
+            },
+        )
+        return row
+
+    row = database.write(store, principal=principal)
+    return Sized(context=context, view=_view(row, context.plan_view.ref))

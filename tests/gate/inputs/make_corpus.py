@@ -1,0 +1,306 @@
+"""Write the gate's scenario corpus: realistic inputs derived from compliant.json.
+
+Each case changes the compliant chat-assistant input the way a real plan goes wrong and
+should violate exactly the policies listed for it in expected.json (most: exactly one).
+The JSON files are committed; rerun after changing a case:
+
+    .venv/bin/python tests/gate/inputs/make_corpus.py
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+Doc = dict[str, Any]
+
+
+def _evidence(doc: Doc) -> Doc:
+    evidence: Doc = doc["evidence"][0]
+    return evidence
+
+
+def tail_slo__evidence_missed_at_peak(doc: Doc) -> list[str]:
+    """The planner is optimistic; the load test at peak shows interactive TTFT and queue over SLO."""
+    per_class = _evidence(doc)["per_class"]["interactive"]
+    per_class["ttft_p99_ms"] = 2350
+    per_class["queue_p99_ms"] = 2600
+    return ["tail_slo/evidence_slo_missed"]
+
+
+def tail_slo__no_evidence_at_peak(doc: Doc) -> list[str]:
+    """The only fresh load test ran at 4 requests/s per replica; the plan's peak is 5.67."""
+    _evidence(doc)["offered_rps_per_replica"] = 4.0
+    return ["tail_slo/no_evidence_at_peak"]
+
+
+def tail_slo__claims_disagree(doc: Doc) -> list[str]:
+    """The plan claims a 600 ms interactive TTFT the recomputation puts at 1100 ms."""
+    doc["plan"]["claims"]["per_class"]["interactive"]["ttft_p99_ms"] = 600
+    doc["recomputation"]["claims_check"]["interactive"]["ttft_p99_ms"] = {
+        "claimed": 600,
+        "predicted": 1100,
+        "relative_error": 0.45454545454545453,
+    }
+    return ["tail_slo/claims_disagree"]
+
+
+def tail_slo__recomputation_missed(doc: Doc) -> list[str]:
+    """Batch's predicted p99 end-to-end at peak is over its 240 s SLO."""
+    batch = doc["recomputation"]["scenarios"]["peak"]["per_class"]["batch"]
+    batch["e2e_p99_ms"] = 251000.0
+    batch["slo_met"] = False
+    return ["tail_slo/recomputation_slo_missed"]
+
+
+def reserve_explicit__zone_reserve_missing(doc: Doc) -> list[str]:
+    """The plan declares a worker reserve but no zone reserve."""
+    doc["plan"]["reserve"]["zone_failures"] = 0
+    return ["reserve_explicit/zone_reserve_missing"]
+
+
+def reserve_explicit__zone_loss_misses_slo(doc: Doc) -> list[str]:
+    """With the largest zone lost, interactive TTFT goes over SLO in the recomputation."""
+    scenario = doc["recomputation"]["scenarios"]["largest_zone_lost"]
+    scenario["slo_met"] = False
+    interactive = scenario["per_class"]["interactive"]
+    interactive["ttft_p99_ms"] = 1840.0
+    interactive["slo_met"] = False
+    return ["reserve_explicit/scenario_slo_missed"]
+
+
+def drain_configured__short_grace_period(doc: Doc) -> list[str]:
+    """A 30 s grace period against 88 s p99 streams (95 s longest allowed stream)."""
+    drain = doc["plan"]["drain"]
+    drain["termination_grace_period_s"] = 30
+    drain["pre_stop"] = {"sleep_s": 5, "wait_for_idle": True, "timeout_s": 20}
+    return ["drain_configured/grace_period_too_short"]
+
+
+def drain_configured__no_drain_hooks(doc: Doc) -> list[str]:
+    """Default-ish Kubernetes: no pre-stop drain, readiness stays on, no PDB, 60 s scale-down."""
+    drain = doc["plan"]["drain"]
+    drain["pre_stop"] = None
+    drain["readiness_off_on_drain"] = False
+    drain["disruption_budget"] = None
+    doc["plan"]["autoscaling"]["scale_down_stabilization_s"] = 60
+    return [
+        "drain_configured/disruption_budget_missing",
+        "drain_configured/pre_stop_not_draining",
+        "drain_configured/readiness_not_off_on_drain",
+        "drain_configured/scale_down_faster_than_drain",
+    ]
+
+
+def warm_replica_exclusion__warming_counted(doc: Doc) -> list[str]:
+    """Replicas take 6 minutes to warm; the plan counts them as capacity and floors at 6."""
+    doc["provider"]["warmup_s"] = 360.0
+    doc["plan"]["warmup"]["count_warming_as_capacity"] = True
+    doc["plan"]["autoscaling"]["min_replicas"] = 6
+    return [
+        "warm_replica_exclusion/min_replicas_below_ready_floor",
+        "warm_replica_exclusion/warming_counted_as_capacity",
+    ]
+
+
+def warm_replica_exclusion__startup_probe_short(doc: Doc) -> list[str]:
+    """The startup probe gives up after 120 s; the model takes 240 s to load."""
+    doc["plan"]["warmup"]["startup_probe_budget_s"] = 120
+    return ["warm_replica_exclusion/startup_probe_too_short"]
+
+
+def distributions_measured__uniform_prompts(doc: Doc) -> list[str]:
+    """The load test sent 512-token prompts and fixed 256-token outputs (cv ~ 0)."""
+    _evidence(doc)["findings"]["prompt_tokens_cv"] = 0.0
+    _evidence(doc)["findings"]["output_tokens_cv"] = 0.01
+    return ["distributions_measured/uniform_load_test"]
+
+
+def distributions_measured__assumed_batch(doc: Doc) -> list[str]:
+    """Batch's concurrency and arrivals are assumed numbers, without a trace."""
+    batch = doc["workload"]["classes"]["batch"]
+    batch["measured"]["concurrency"] = False
+    batch["measured"]["arrival"] = False
+    return ["distributions_measured/distribution_not_measured"]
+
+
+def load_test_coverage__no_cancellation(doc: Doc) -> list[str]:
+    """The load test never cancelled a request (the workload cancels 4% of interactive)."""
+    _evidence(doc)["findings"]["cancellation_exercised"] = False
+    return ["load_test_coverage/cancellation_not_exercised"]
+
+
+def load_test_coverage__single_priority(doc: Doc) -> list[str]:
+    """The load test offered one priority class although the workload has two."""
+    _evidence(doc)["findings"]["priority_classes"] = 1
+    return ["load_test_coverage/priorities_not_mixed"]
+
+
+def admission_configured__queue_deadlines_missing(doc: Doc) -> list[str]:
+    """No queue deadline on either class: requests wait until they time out client-side."""
+    for admission in doc["plan"]["admission"]["classes"].values():
+        del admission["queue_deadline_ms"]
+    return ["admission_configured/queue_deadline_missing"]
+
+
+def admission_configured__unbounded_no_shedding(doc: Doc) -> list[str]:
+    """Batch queues without bound and never sheds; interactive's deadline outlives its SLO."""
+    batch = doc["plan"]["admission"]["classes"]["batch"]
+    batch["max_queue_depth"] = None
+    batch["shed_when_full"] = False
+    doc["plan"]["admission"]["classes"]["interactive"]["queue_deadline_ms"] = 5000
+    return [
+        "admission_configured/queue_deadline_exceeds_slo",
+        "admission_configured/queue_unbounded",
+        "admission_configured/shedding_disabled",
+    ]
+
+
+def retries_bounded__unbounded(doc: Doc) -> list[str]:
+    """Clients retry immediately, without a cap, jitter or budget."""
+    doc["plan"]["admission"]["retry"] = {
+        "max_attempts": None,
+        "backoff_initial_ms": 0,
+        "backoff_max_ms": 0,
+        "jitter": False,
+        "retry_budget_ratio": None,
+    }
+    return [
+        "retries_bounded/attempts_unbounded",
+        "retries_bounded/backoff_missing",
+        "retries_bounded/jitter_missing",
+        "retries_bounded/retry_budget_unbounded",
+    ]
+
+
+def evidence_fresh__stale_evidence(doc: Doc) -> list[str]:
+    """Beside the fresh test, an older test measured against the previous workload version."""
+    stale = copy.deepcopy(_evidence(doc))
+    stale.update(
+        {
+            "ref": "chat-assistant-h100-mixed-2026-08@v1",
+            "digest": "sha256:" + "5" * 64,
+            "fresh": False,
+            "stale_reasons": [
+                "workload chat-assistant@v1 supersedes chat-assistant@v0: "
+                "interactive prompt tokens p99 moved +38%"
+            ],
+            "age_days": 97.0,
+            "measured_against": {
+                "workload": "chat-assistant@v0",
+                "provider": "llama31-8b-h100-vllm@v1",
+                "plan": None,
+            },
+        }
+    )
+    doc["evidence"].append(stale)
+    return ["evidence_fresh/evidence_stale", "evidence_fresh/evidence_too_old"]
+
+
+def partitioning_justified__tp4_over_pcie(doc: Doc) -> list[str]:
+    """TP=4 over PCIe for an 8B model that fits one GPU, for a predicted 4% TPOT gain."""
+    provider = doc["provider"]
+    provider["ref"] = "llama31-8b-l40s-vllm@v1"
+    provider["accelerator"] = "L40S-48GB"
+    provider["accelerator_memory_gib"] = 48.0
+    provider["interconnect"] = "pcie"
+    provider["interconnect_bandwidth_gb_s"] = 64.0
+    plan = doc["plan"]
+    plan["tensor_parallel"] = 4
+    plan["gpus_per_replica"] = 4
+    plan["claims"]["partitioning_rationale"] = "TP=4 spreads each request over four GPUs to cut latency."
+    evidence = _evidence(doc)
+    evidence["measured_against"]["provider"] = provider["ref"]
+    evidence["tp_degree"] = 4
+    evidence["interconnect"] = "pcie"
+    doc["recomputation"]["tp_latency_gain"] = 0.04
+    return [
+        "partitioning_justified/tp_gain_unproven",
+        "partitioning_justified/tp_on_slow_interconnect",
+    ]
+
+
+def several__sections_missing(doc: Doc) -> list[str]:
+    """A bare plan: no reserve, drain, warm-up handling or autoscaling sections at all."""
+    plan = doc["plan"]
+    plan["reserve"] = None
+    plan["drain"] = None
+    plan["warmup"] = None
+    plan["autoscaling"] = None
+    return [
+        "drain_configured/drain_missing",
+        "reserve_explicit/reserve_missing",
+        "warm_replica_exclusion/warmup_missing",
+    ]
+
+
+def compliant__tp2_nvlink_with_gain(doc: Doc) -> list[str]:
+    """TP=2 over NVLink with a predicted 31% TPOT gain: partitioning justified, allowed."""
+    plan = doc["plan"]
+    plan["tensor_parallel"] = 2
+    plan["gpus_per_replica"] = 2
+    _evidence(doc)["tp_degree"] = 2
+    doc["recomputation"]["tp_latency_gain"] = 0.31
+    return []
+
+
+def compliant__no_autoscaling(doc: Doc) -> list[str]:
+    """A fixed-size plan of 9 replicas without an autoscaler: the floor is the plan's size."""
+    doc["plan"]["autoscaling"] = None
+    return []
+
+
+CASES: list[Callable[[Doc], list[str]]] = [
+    tail_slo__evidence_missed_at_peak,
+    tail_slo__no_evidence_at_peak,
+    tail_slo__claims_disagree,
+    tail_slo__recomputation_missed,
+    reserve_explicit__zone_reserve_missing,
+    reserve_explicit__zone_loss_misses_slo,
+    drain_configured__short_grace_period,
+    drain_configured__no_drain_hooks,
+    warm_replica_exclusion__warming_counted,
+    warm_replica_exclusion__startup_probe_short,
+    distributions_measured__uniform_prompts,
+    distributions_measured__assumed_batch,
+    load_test_coverage__no_cancellation,
+    load_test_coverage__single_priority,
+    admission_configured__queue_deadlines_missing,
+    admission_configured__unbounded_no_shedding,
+    retries_bounded__unbounded,
+    evidence_fresh__stale_evidence,
+    partitioning_justified__tp4_over_pcie,
+    several__sections_missing,
+    compliant__tp2_nvlink_with_gain,
+    compliant__no_autoscaling,
+]
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    compliant = json.loads((HERE / "compliant.json").read_text(encoding="utf-8"))
+    expected: dict[str, dict[str, Any]] = {
+        "compliant.json": {"description": "The chat-assistant example.", "policies": [], "rules": []}
+    }
+    for case in CASES:
+        doc = copy.deepcopy(compliant)
+        rules = sorted(case(doc))
+        name = f"{case.__name__}.json"
+        _write_json(HERE / name, doc)
+        expected[name] = {
+            "description": (case.__doc__ or "").strip(),
+            "policies": sorted({rule.split("/")[0] for rule in rules}),
+            "rules": rules,
+        }
+    _write_json(HERE / "expected.json", expected)
+
+
+if __name__ == "__main__":
+    main()
