@@ -10,8 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from registry.gate.recheck import RecheckReport
+    from registry.gate.views import DecisionView
+    from registry.planner import PlanRecomputation
     from registry.records.kinds import RecordKind
     from registry.records.views import Page, RecordView, SeriesView, SubmitResult
+    from registry.sizing.service import RecomputationView
 
 
 class Backend(Protocol):
@@ -26,6 +30,22 @@ class Backend(Protocol):
     def list_versions(
         self, kind: RecordKind, name: str, *, limit: int, offset: int
     ) -> Page[RecordView]: ...
+
+    def size_plan(self, ref: str, *, seed: int) -> RecomputationView: ...
+
+    def size_draft(
+        self, document: dict[str, Any], *, source: str, seed: int
+    ) -> PlanRecomputation: ...
+
+    def gate_check(self, ref: str) -> DecisionView: ...
+
+    def get_decision(self, decision_id: str) -> DecisionView: ...
+
+    def list_decisions(
+        self, filters: dict[str, Any], *, limit: int, offset: int
+    ) -> Page[DecisionView]: ...
+
+    def recheck_all(self) -> RecheckReport: ...
 
 
 class LocalBackend:
@@ -71,6 +91,94 @@ class LocalBackend:
 
         with self.database.reading() as session:
             return service.list_versions(session, kind=kind, name=name, limit=limit, offset=offset)
+
+    # -- planner and gate: the same services the API calls --------------------------
+
+    def _now_and_limits(self) -> tuple[Any, Any]:
+        from datetime import UTC, datetime
+
+        from registry.staleness.thresholds import load_thresholds
+
+        return datetime.now(UTC), load_thresholds()
+
+    def _engine(self) -> Any:
+        from registry.gate.engine_factory import engine_for
+        from registry.settings import Settings
+
+        return engine_for(Settings.from_env())
+
+    def size_plan(self, ref: str, *, seed: int) -> RecomputationView:
+        from registry.sizing.service import size_plan
+
+        now, limits = self._now_and_limits()
+        return size_plan(
+            self.database,
+            plan_ref=ref,
+            principal=self.principal,
+            now=now,
+            limits=limits,
+            seed=seed,
+        ).view
+
+    def size_draft(self, document: dict[str, Any], *, source: str, seed: int) -> PlanRecomputation:
+        from registry.errors import InvalidInput
+        from registry.sizing.draft import size_draft
+
+        now, limits = self._now_and_limits()
+        try:
+            return size_draft(self.database, document, now=now, limits=limits, seed=seed)
+        except InvalidInput as exc:
+            exc.source = exc.source or source
+            raise
+
+    def gate_check(self, ref: str) -> DecisionView:
+        from registry.gate.service import check
+
+        now, limits = self._now_and_limits()
+        # Reach the registry before the engine, so a missing plan is reported as such.
+        self.database.ensure_schema()
+        return check(
+            self.database,
+            self._engine(),
+            plan_ref=ref,
+            principal=self.principal,
+            limits=limits,
+            now=now,
+        )
+
+    def get_decision(self, decision_id: str) -> DecisionView:
+        from registry.gate.service import get_decision
+
+        with self.database.reading() as session:
+            return get_decision(session, decision_id, current_revision=_bundle_revision())
+
+    def list_decisions(
+        self, filters: dict[str, Any], *, limit: int, offset: int
+    ) -> Page[DecisionView]:
+        from registry.gate.service import list_decisions
+
+        with self.database.reading() as session:
+            return list_decisions(
+                session, limit=limit, offset=offset, current_revision=_bundle_revision(), **filters
+            )
+
+    def recheck_all(self) -> RecheckReport:
+        from registry.gate.recheck import recheck_all
+
+        now, limits = self._now_and_limits()
+        return recheck_all(
+            self.database, self._engine(), principal=self.principal, limits=limits, now=now
+        )
+
+
+def _bundle_revision() -> str | None:
+    """The installed policy bundle's revision (None if it cannot be read)."""
+    try:
+        from registry.policy.bundle import load_bundle
+
+        return load_bundle().revision
+    except Exception:
+        return None
 
 
 class RemoteBackend:
@@ -147,6 +255,53 @@ class RemoteBackend:
             params={"limit": limit, "offset": offset},
         )
         return Page[RecordView].model_validate(data)
+
+    def size_plan(self, ref: str, *, seed: int) -> RecomputationView:
+        from registry.sizing.service import RecomputationView
+
+        data = self._request("POST", f"/v1/plans/{ref}/recomputations", params={"seed": seed})
+        return RecomputationView.model_validate(data)
+
+    def size_draft(self, document: dict[str, Any], *, source: str, seed: int) -> PlanRecomputation:
+        from registry.planner import PlanRecomputation
+
+        data = self._request(
+            "POST", "/v1/sizing", json=document, params={"seed": seed}, source=source
+        )
+        return PlanRecomputation.model_validate(data)
+
+    def gate_check(self, ref: str) -> DecisionView:
+        from registry.gate.views import DecisionView
+
+        return DecisionView.model_validate(
+            self._request("POST", "/v1/gate/checks", json={"plan": ref})
+        )
+
+    def get_decision(self, decision_id: str) -> DecisionView:
+        from registry.gate.views import DecisionView
+
+        return DecisionView.model_validate(self._request("GET", f"/v1/decisions/{decision_id}"))
+
+    def list_decisions(
+        self, filters: dict[str, Any], *, limit: int, offset: int
+    ) -> Page[DecisionView]:
+        from registry.gate.views import DecisionView
+        from registry.records.views import Page
+
+        params = {
+            k: (v.isoformat() if hasattr(v, "isoformat") else str(v))
+            for k, v in filters.items()
+            if v is not None
+        }
+        data = self._request(
+            "GET", "/v1/decisions", params={**params, "limit": limit, "offset": offset}
+        )
+        return Page[DecisionView].model_validate(data)
+
+    def recheck_all(self) -> RecheckReport:
+        from registry.gate.recheck import RecheckReport
+
+        return RecheckReport.model_validate(self._request("POST", "/v1/gate/rechecks"))
 
 
 def open_backend(server: str | None) -> Backend:

@@ -1,13 +1,444 @@
-"""`capgate evidence import|list --stale|history` and `capgate workload from-trace`."""
+"""`capgate evidence import|list [--stale]|history` and `capgate workload from-trace`."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from cli.options import JsonOpt, ServerOpt
+from cli.output import emit_json, emit_table
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from registry.records.views import SubmitResult
+    from registry.records.workload import ClassSLO
+
+LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=500, help="Page size.")]
+OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Items to skip.")]
+
+TOOL_CHOICES = ("auto", "vllm-bench", "guidellm", "inference-perf", "genai-perf", "aiperf")
+TOOL_ALIASES = {"vllm": "vllm-bench"}
+SLO_FIELDS = ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_deadline_ms")
+
+
+def _invalid(message: str, *, loc: str = "", source: str | None = None) -> Exception:
+    from registry.errors import FieldProblem, InvalidInput
+
+    return InvalidInput(message, problems=[FieldProblem(loc, message)], source=source)
+
+
+def _tool(value: str) -> str:
+    tool = TOOL_ALIASES.get(value.lower(), value.lower())
+    if tool not in TOOL_CHOICES:
+        raise _invalid(
+            f"unknown tool {value!r}; expected one of {', '.join(TOOL_CHOICES)} (or vllm)",
+            loc="--tool",
+        )
+    return tool
+
+
+def _time(value: str | None, *, option: str) -> datetime | None:
+    if value is None:
+        return None
+    from datetime import datetime
+
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise _invalid(f"{value!r} is not an ISO 8601 time", loc=option) from None
+    if parsed.tzinfo is None:
+        raise _invalid("needs a time zone, e.g. 2026-11-24T14:05:00Z", loc=option)
+    return parsed
+
+
+def _read(path: Path) -> bytes:
+    from registry.errors import InvalidInput
+
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InvalidInput("file not found", source=str(path)) from None
+    except IsADirectoryError:
+        raise InvalidInput("is a directory, not a result file", source=str(path)) from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read file: {exc.strerror}", source=str(path)) from None
+
+
+def _submit_line(result: SubmitResult) -> str:
+    state = "created" if result.created else "unchanged, existing version"
+    return f"{result.record.ref}  {result.record.digest}  ({state})"
+
+
+# ---- evidence ------------------------------------------------------------------------------
 
 
 def extend_evidence(group: typer.Typer) -> None:
-    """Add the evidence commands beyond submit/show/list/versions to `group`."""
+    """Add the evidence commands beyond submit/show/versions to `group`."""
+
+    @group.command("import")
+    def import_(
+        files: Annotated[
+            list[Path], typer.Argument(help="Result files of a load-test tool (one or more).")
+        ],
+        workload: Annotated[
+            str, typer.Option("--workload", help="Workload the test was measured against.")
+        ],
+        provider: Annotated[
+            str, typer.Option("--provider", help="Provider the test was measured against.")
+        ],
+        tool: Annotated[
+            str,
+            typer.Option(
+                "--tool",
+                help="auto (judged from the file), vllm, guidellm, inference-perf, "
+                "genai-perf or aiperf.",
+            ),
+        ] = "auto",
+        plan: Annotated[
+            str | None, typer.Option("--plan", help="Plan whose serving config was tested.")
+        ] = None,
+        traffic_class: Annotated[
+            str | None,
+            typer.Option("--class", help="Traffic class the test offered (default: default)."),
+        ] = None,
+        measured_at: Annotated[
+            str | None,
+            typer.Option(
+                "--measured-at",
+                help="ISO 8601 time with a zone; needed when the file states no time.",
+            ),
+        ] = None,
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Import result files as evidence: one record per stage, all files or none.
+
+        The raw file's sha256, the tool and its version are kept; importing the same file
+        again returns the same records.
+        """
+        from cli.backend import open_backend
+        from cli.evidence_backend import import_files
+
+        chosen = _tool(tool)
+        when = _time(measured_at, option="--measured-at")
+        contents = [(str(path), _read(path)) for path in files]
+        results = import_files(
+            open_backend(server),
+            contents,
+            tool=chosen,
+            workload=workload,
+            provider=provider,
+            plan=plan,
+            traffic_class=traffic_class,
+            measured_at=when,
+        )
+        if json_out:
+            emit_json([result.model_dump(mode="json") for result in results])
+            return
+        for result in results:
+            typer.echo(_submit_line(result))
+
+    @group.command("list")
+    def list_(
+        stale: Annotated[
+            bool,
+            typer.Option(
+                "--stale",
+                help="Only stale evidence (a material change, replaced, or too old), "
+                "with the reasons.",
+            ),
+        ] = False,
+        all_versions: Annotated[
+            bool,
+            typer.Option(
+                "--all-versions",
+                help="With --stale: also versions replaced by a newer version of their name.",
+            ),
+        ] = False,
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+        limit: LimitOpt = 50,
+        offset: OffsetOpt = 0,
+    ) -> None:
+        """List evidence (latest version of each name), or with --stale the stale evidence."""
+        from cli.backend import open_backend
+
+        backend = open_backend(server)
+        if not stale:
+            from registry.records.kinds import RecordKind
+
+            page = backend.list_series(RecordKind.evidence, limit=limit, offset=offset)
+            if json_out:
+                emit_json(page)
+                return
+            emit_table(
+                ("NAME", "LATEST", "UPDATED", "DIGEST"),
+                [
+                    (
+                        s.name,
+                        f"v{s.latest_version}",
+                        s.updated_at.strftime("%Y-%m-%d %H:%M"),
+                        s.latest_digest[:19],
+                    )
+                    for s in page.items
+                ],
+            )
+            total, shown = page.total, page.offset + len(page.items)
+        else:
+            from cli.evidence_backend import list_stale
+
+            stale_page = list_stale(
+                backend, limit=limit, offset=offset, include_replaced=all_versions
+            )
+            if json_out:
+                emit_json(stale_page)
+                return
+            if not stale_page.items and stale_page.total == 0:
+                typer.echo("no stale evidence")
+                return
+            emit_table(
+                ("REF", "MEASURED", "AGE", "REASON"),
+                [
+                    (
+                        item.ref,
+                        item.measured_at.strftime("%Y-%m-%d") if item.measured_at else "-",
+                        f"{item.age_days:.0f}d" if item.age_days is not None else "-",
+                        item.reasons[0]
+                        + (f" (+{len(item.reasons) - 1} more)" if len(item.reasons) > 1 else ""),
+                    )
+                    for item in stale_page.items
+                ],
+            )
+            total, shown = stale_page.total, stale_page.offset + len(stale_page.items)
+        if total > shown:
+            typer.echo(f"({total} in all; use --offset to see more)")
+
+    @group.command("history")
+    def history(
+        ref: Annotated[str, typer.Argument(help="Evidence: name (latest), name@vN or digest.")],
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Staleness history of one evidence version: which change staled it, and when."""
+        from cli.backend import open_backend
+        from cli.evidence_backend import staleness_history
+
+        view = staleness_history(open_backend(server), ref)
+        if json_out:
+            emit_json(view)
+            return
+        typer.echo(f"{view.ref}  {'STALE' if view.stale else 'fresh'}")
+        if view.measured_at is not None and view.age_days is not None:
+            typer.echo(
+                f"measured {view.measured_at.isoformat()} ({view.age_days:.1f} days ago; "
+                f"maximum age {view.max_age_days:g} days)"
+            )
+        if not view.entries:
+            typer.echo("no staleness records")
+        for entry in view.entries:
+            when = entry.detected_at.strftime("%Y-%m-%d %H:%M")
+            if entry.cause_kind.value == "evidence":
+                typer.echo(f"{when}  replaced by {entry.cause}")
+                continue
+            typer.echo(f"{when}  {entry.cause_kind.value} {entry.measured} -> {entry.cause}")
+            for change in entry.changes:
+                typer.echo(f"    {change.describe()}")
+        for reason in view.reasons:
+            if reason.startswith("measured "):
+                typer.echo(reason)
+
+
+# ---- workload from-trace -------------------------------------------------------------------
+
+_WINDOW = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|m|min|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _window_s(text: str) -> float:
+    match = _WINDOW.match(text)
+    value = float(match["value"]) * _UNIT_S[match["unit"]] if match else 0.0
+    if value <= 0:
+        raise _invalid(f"{text!r} is not a positive duration such as 60s, 5m or 1h", loc="--window")
+    return value
+
+
+def _slo_from_mapping(data: Any, *, source: str) -> ClassSLO | dict[str, ClassSLO]:
+    from pydantic import ValidationError
+
+    from registry.errors import InvalidInput
+    from registry.records.documents import problems_from
+    from registry.records.workload import ClassSLO
+
+    if not isinstance(data, dict) or not data:
+        raise _invalid("expected a mapping of SLO fields, or of class names to them", source=source)
+    single = set(data) <= set(SLO_FIELDS)
+    try:
+        if single:
+            return ClassSLO.model_validate(data)
+        return {str(name): ClassSLO.model_validate(slo) for name, slo in data.items()}
+    except ValidationError as exc:
+        raise InvalidInput("invalid SLO", problems=problems_from(exc), source=source) from None
+
+
+def _slo(slo_file: Path | None, flags: dict[str, float | None]) -> ClassSLO | dict[str, ClassSLO]:
+    given = {name: value for name, value in flags.items() if value is not None}
+    if slo_file is not None:
+        if given:
+            raise _invalid("give either --slo-file or the SLO options, not both", loc="--slo-file")
+        from registry.records.documents import load_document
+
+        return _slo_from_mapping(load_document(slo_file), source=str(slo_file))
+    missing = [f"--{name.replace('_', '-')}" for name in SLO_FIELDS if name not in given]
+    if missing:
+        raise _invalid(
+            f"SLOs cannot be measured from a trace: pass --slo-file, or {', '.join(missing)}",
+            loc="slo",
+        )
+    return _slo_from_mapping(given, source="SLO options")
+
+
+def _priorities(values: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.partition("=")
+        if not sep or not name.strip() or not number.strip().isdigit():
+            raise _invalid(f"{value!r} is not CLASS=N (N >= 0)", loc="--priority")
+        out[name.strip()] = int(number)
+    return out
 
 
 def extend_workload(group: typer.Typer) -> None:
     """Add `from-trace` to the workload group."""
+
+    @group.command("from-trace")
+    def from_trace(
+        file: Annotated[
+            Path, typer.Argument(help="Request trace: Azure, Mooncake, or generic CSV/JSONL.")
+        ],
+        name: Annotated[str, typer.Option("--name", help="Name of the workload profile.")],
+        class_by: Annotated[
+            str | None,
+            typer.Option("--class-by", help="Column whose values become traffic classes."),
+        ] = None,
+        window: Annotated[
+            str, typer.Option("--window", help="Peak-rate window: 60s, 5m, 1h ...")
+        ] = "60s",
+        slo_file: Annotated[
+            Path | None,
+            typer.Option(
+                "--slo-file",
+                help="YAML/JSON: one SLO (ttft_p99_ms, tpot_p99_ms, e2e_p99_ms, "
+                "queue_deadline_ms) for every class, or class -> SLO.",
+            ),
+        ] = None,
+        ttft_p99_ms: Annotated[
+            float | None, typer.Option("--ttft-p99-ms", help="TTFT p99 objective.")
+        ] = None,
+        tpot_p99_ms: Annotated[
+            float | None, typer.Option("--tpot-p99-ms", help="Time per output token p99.")
+        ] = None,
+        e2e_p99_ms: Annotated[
+            float | None, typer.Option("--e2e-p99-ms", help="End-to-end latency p99.")
+        ] = None,
+        queue_deadline_ms: Annotated[
+            float | None, typer.Option("--queue-deadline-ms", help="Admission queue deadline.")
+        ] = None,
+        priority: Annotated[
+            list[str] | None,
+            typer.Option("--priority", help="CLASS=N, repeatable (default 0: served first)."),
+        ] = None,
+        assumed_service_time_s: Annotated[
+            float | None,
+            typer.Option(
+                "--assumed-service-time-s",
+                help="Estimate concurrency with this constant service time (stored as assumed).",
+            ),
+        ] = None,
+        trace_start: Annotated[
+            str | None,
+            typer.Option("--trace-start", help="Start time for relative timestamps (Mooncake)."),
+        ] = None,
+        trace_ref: Annotated[
+            str | None,
+            typer.Option("--trace-ref", help="Where the trace lives (default: the file path)."),
+        ] = None,
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Write the profile YAML here.")
+        ] = None,
+        submit: Annotated[
+            bool, typer.Option("--submit", help="Register the profile in the registry.")
+        ] = False,
+        server: ServerOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Measure a workload profile from a request trace (SLOs are given, not measured).
+
+        Writes the profile YAML to --output or stdout; with --submit it is registered and
+        the new version is printed instead.
+        """
+        from registry.errors import InvalidInput
+
+        slo = _slo(
+            slo_file,
+            {
+                "ttft_p99_ms": ttft_p99_ms,
+                "tpot_p99_ms": tpot_p99_ms,
+                "e2e_p99_ms": e2e_p99_ms,
+                "queue_deadline_ms": queue_deadline_ms,
+            },
+        )
+        window_s = _window_s(window)
+        start = _time(trace_start, option="--trace-start")
+        if not file.is_file():
+            raise InvalidInput(
+                "file not found" if not file.exists() else "not a file", source=str(file)
+            )
+        from registry.traces import fit_trace
+
+        fit = fit_trace(
+            file,
+            name=name,
+            slo=slo,
+            class_by=class_by,
+            window_s=window_s,
+            priorities=_priorities(priority or []),
+            trace_start=start,
+            assumed_service_time_s=assumed_service_time_s,
+            trace_ref=trace_ref,
+        )
+        document = fit.profile.model_dump(mode="json", exclude_none=True)
+        if output is not None:
+            import yaml
+
+            try:
+                output.write_text(
+                    yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
+                    encoding="utf-8",
+                )
+            except OSError as exc:
+                raise InvalidInput(f"cannot write: {exc.strerror}", source=str(output)) from None
+        if submit:
+            from cli.backend import open_backend
+            from registry.records.kinds import RecordKind
+
+            result = open_backend(server).submit(RecordKind.workload, document, source=str(file))
+            if json_out:
+                emit_json(result)
+            else:
+                typer.echo(_submit_line(result))
+            return
+        if output is not None:
+            classes = ", ".join(c.name for c in fit.profile.classes)
+            typer.echo(f"wrote {output}: {fit.rows} requests ({fit.form} trace), classes {classes}")
+            return
+        if json_out:
+            emit_json(document)
+            return
+        import yaml
+
+        typer.echo(yaml.safe_dump(document, sort_keys=False, allow_unicode=True).rstrip())

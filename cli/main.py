@@ -10,6 +10,7 @@ import typer
 
 from cli.db import db_app
 from cli.evidence_cmds import extend_evidence, extend_workload
+from cli.gate import gate_app, size
 from cli.records import record_commands
 
 app = typer.Typer(
@@ -40,10 +41,10 @@ app.add_typer(
     record_commands("waiver", "Waivers: owned, expiring exceptions to one policy for one plan."),
     name="waiver",
 )
-app.add_typer(
-    record_commands("plan", "Capacity plans: replicas, serving config, admission, drain."),
-    name="plan",
-)
+plan_app = record_commands("plan", "Capacity plans: replicas, serving config, admission, drain.")
+plan_app.command("size")(size)
+app.add_typer(plan_app, name="plan")
+app.add_typer(gate_app, name="gate")
 
 
 @app.command("serve")

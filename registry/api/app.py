@@ -12,9 +12,11 @@ from registry import __version__
 from registry.api.deps import DatabaseDep
 from registry.api.errors import error_body, install_error_handlers
 from registry.api.evidence import evidence_router
+from registry.api.gate import gate_router
 from registry.api.records import records_router
 from registry.errors import CapgateError
 from registry.records.kinds import all_schemas
+from registry.settings import Settings
 from registry.storage.database import Database
 
 
@@ -42,16 +44,18 @@ def _openapi_with_record_schemas(app: FastAPI) -> dict[str, Any]:
     return spec
 
 
-def create_app(database: Database) -> FastAPI:
+def create_app(database: Database, settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="capgate",
         version=__version__,
         description="Decision gate and evidence registry for LLM serving capacity plans.",
     )
     app.state.database = database
+    app.state.settings = settings or Settings.from_env()
     install_error_handlers(app)
     # Evidence routes first: /v1/evidence/stale must not be read as a record reference.
     app.include_router(evidence_router(), prefix="/v1")
+    app.include_router(gate_router(), prefix="/v1")
     app.include_router(records_router(), prefix="/v1")
 
     @app.get("/healthz", tags=["health"])

@@ -1,9 +1,209 @@
-"""Evidence import (multipart upload), stale evidence and staleness history."""
+"""Evidence import (multipart upload), stale evidence and staleness history.
+
+Included before the generic records router, so its paths win:
+
+- ``POST /v1/evidence/import``: result files in, one evidence record per stage, all or
+  nothing (201 when anything was created, 200 when every record already existed);
+- ``GET /v1/evidence/stale`` and ``GET /v1/evidence?stale=true``: stale evidence. The
+  second is matched only when ``stale`` is true; otherwise the request falls through to
+  the generic listing, so ``GET /v1/evidence`` keeps its meaning;
+- ``GET /v1/evidence/{ref}/staleness``: one evidence version's staleness history.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from fastapi.routing import APIRoute
+from starlette.routing import Match
+from starlette.types import Scope
+
+from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.errors import FieldProblem, InvalidInput
+from registry.records.views import Page, SubmitResult
+from registry.staleness.views import StaleEvidence, StalenessHistory
+from registry.storage.database import Database
+
+MAX_PAGE = 500
+# Bytes read from one upload at most: a 100,000-request detailed vLLM file is ~70 MiB.
+MAX_UPLOAD_BYTES = 256 * 1024 * 1024
+
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+Offset = Annotated[int, Query(ge=0)]
+IncludeReplaced = Annotated[
+    bool,
+    Query(description="Also list evidence versions replaced by a newer version of the same name."),
+]
+_TRUE = {"true", "1", "yes", "on"}
+
+
+class _WhenStaleRequested(APIRoute):
+    """Matches only when the query string says `stale=true`; otherwise falls through."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is Match.NONE:
+            return match, child
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if any(value.lower() in _TRUE for value in query.get("stale", [])):
+            return match, child
+        return Match.NONE, {}
+
+
+def _stale_page(
+    database: Database, *, limit: int, offset: int, include_replaced: bool
+) -> Page[StaleEvidence]:
+    from registry.staleness import service
+
+    with database.reading() as session:
+        return service.list_stale(
+            session,
+            now=datetime.now(UTC),
+            limit=limit,
+            offset=offset,
+            include_replaced=include_replaced,
+        )
+
+
+def _parse_measured_at(value: str | None) -> datetime | None:
+    if value is None or not value.strip():
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(
+            "invalid import request",
+            problems=[FieldProblem("measured_at", f"{value!r} is not an ISO 8601 time")],
+        ) from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(
+            "invalid import request",
+            problems=[FieldProblem("measured_at", "needs a time zone, e.g. 2026-11-24T14:05:00Z")],
+        )
+    return parsed
+
+
+async def _read_uploads(files: list[UploadFile]) -> list[tuple[str, bytes]]:
+    out: list[tuple[str, bytes]] = []
+    for index, upload in enumerate(files):
+        name = upload.filename or f"upload-{index}"
+        data = await upload.read(MAX_UPLOAD_BYTES + 1)
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise InvalidInput(
+                f"{name}: file too large",
+                problems=[FieldProblem(f"files.{index}", f"larger than {MAX_UPLOAD_BYTES} bytes")],
+                source=name,
+            )
+        out.append((name, data))
+    return out
+
+
+def _with_source(exc: InvalidInput) -> InvalidInput:
+    """Name the offending file in the error body (details.source), as the CLI prints it."""
+    if exc.source and "source" not in exc.details:
+        exc.details = {**exc.details, "source": exc.source}
+    return exc
 
 
 def evidence_router() -> APIRouter:
-    return APIRouter(tags=["evidence"])
+    router = APIRouter(tags=["evidence"])
+
+    @router.post(
+        "/evidence/import",
+        response_model=list[SubmitResult],
+        status_code=status.HTTP_201_CREATED,
+        summary="Import load-test result files as evidence (one record per stage)",
+        operation_id="import_evidence",
+        responses={200: {"description": "Every record existed already (same file imported)"}},
+    )
+    async def import_evidence(
+        response: Response,
+        database: DatabaseDep,
+        principal: PrincipalDep,
+        files: Annotated[list[UploadFile], File(description="Result files of one tool.")],
+        workload: Annotated[str, Form(description="Workload reference measured against.")],
+        provider: Annotated[str, Form(description="Provider reference measured against.")],
+        tool: Annotated[
+            str,
+            Form(description="auto, vllm-bench, guidellm, inference-perf, genai-perf, aiperf."),
+        ] = "auto",
+        plan: Annotated[str | None, Form(description="Plan reference measured against.")] = None,
+        traffic_class: Annotated[
+            str | None, Form(description="The traffic class the test offered.")
+        ] = None,
+        measured_at: Annotated[
+            str | None,
+            Form(description="ISO 8601 with a zone; used when the file states no time."),
+        ] = None,
+    ) -> list[SubmitResult]:
+        from starlette.concurrency import run_in_threadpool
+
+        from registry.importers.service import convert_files, submit_converted
+
+        uploads = await _read_uploads(files)
+        when = _parse_measured_at(measured_at)
+
+        def work() -> list[SubmitResult]:
+            converted = convert_files(
+                uploads,
+                tool=tool,
+                workload=workload,
+                provider=provider,
+                plan=plan or None,
+                traffic_class=traffic_class or None,
+                measured_at=when,
+            )
+            return database.write(lambda ctx: submit_converted(ctx, converted), principal=principal)
+
+        try:
+            # Parsing and writing block: keep them off the event loop.
+            results = await run_in_threadpool(work)
+        except InvalidInput as exc:
+            raise _with_source(exc) from None
+        if not any(result.created for result in results):
+            response.status_code = status.HTTP_200_OK
+        return results
+
+    @router.get(
+        "/evidence/stale",
+        response_model=Page[StaleEvidence],
+        summary="List stale evidence (material changes, replaced, or past the maximum age)",
+        operation_id="list_stale_evidence",
+    )
+    def list_stale(
+        database: DatabaseDep,
+        limit: Limit = 50,
+        offset: Offset = 0,
+        include_replaced: IncludeReplaced = False,
+    ) -> Page[StaleEvidence]:
+        return _stale_page(database, limit=limit, offset=offset, include_replaced=include_replaced)
+
+    # GET /v1/evidence?stale=true: the same listing; without stale=true this route does not
+    # match and the generic records router answers. Documented as /v1/evidence/stale.
+    stale_query: Callable[..., Page[StaleEvidence]] = list_stale
+    router.add_api_route(
+        "/evidence",
+        stale_query,
+        methods=["GET"],
+        response_model=Page[StaleEvidence],
+        include_in_schema=False,
+        route_class_override=_WhenStaleRequested,
+    )
+
+    @router.get(
+        "/evidence/{ref}/staleness",
+        response_model=StalenessHistory,
+        summary="The staleness history of one evidence version, and whether it is stale now",
+        operation_id="get_evidence_staleness",
+    )
+    def staleness(ref: str, database: DatabaseDep) -> StalenessHistory:
+        from registry.staleness import service
+
+        with database.reading() as session:
+            return service.staleness_history(session, ref, now=datetime.now(UTC))
+
+    return router

@@ -6,4 +6,5 @@ from registry.api.app import create_app
 from registry.settings import Settings
 from registry.storage.database import Database
 
-app = create_app(Database(Settings.from_env().database_url))
+_settings = Settings.from_env()
+app = create_app(Database(_settings.database_url), _settings)

@@ -63,20 +63,39 @@ def _versioned(row: RecordRow) -> Versioned:
 def load_plan_context(
     session: Session, *, plan_ref: str, now: datetime, limits: StalenessThresholds
 ) -> PlanContext:
+    """The context of a registered plan version."""
     repo = RecordRepository(session)
     plan_row = service.resolve(repo, RecordKind.plan, plan_ref, loc="plan")
     refs = repo.references([plan_row.id])[plan_row.id]
-    workload_row, provider_row = refs["workload"], refs["provider"]
-    plan_v, workload_v, provider_v = (
-        _versioned(plan_row),
-        _versioned(workload_row),
-        _versioned(provider_row),
+    return build_context(
+        session,
+        plan_row_id=plan_row.id,
+        plan_view=service.to_view(plan_row, refs),
+        plan=_versioned(plan_row),
+        workload_row=refs["workload"],
+        provider_row=refs["provider"],
+        now=now,
+        limits=limits,
     )
 
-    rows = repo.evidence_for(workload_row.name, provider_row.name)
+
+def build_context(
+    session: Session,
+    *,
+    plan_row_id: int,
+    plan_view: RecordView,
+    plan: Versioned,
+    workload_row: RecordRow,
+    provider_row: RecordRow,
+    now: datetime,
+    limits: StalenessThresholds,
+) -> PlanContext:
+    """Evidence with its freshness and the applicable waivers, around one plan."""
+    repo = RecordRepository(session)
+    workload_v, provider_v = _versioned(workload_row), _versioned(provider_row)
     latest: dict[str, RecordRow] = {}
-    for row in rows:  # ordered by name, version: the last one of a name wins
-        latest[row.name] = row
+    for row in repo.evidence_for(workload_row.name, provider_row.name):
+        latest[row.name] = row  # ordered by name, version: the last one of a name wins
     evidence_refs = repo.references([row.id for row in latest.values()])
     items = []
     for row in latest.values():
@@ -89,7 +108,7 @@ def load_plan_context(
             measured_plan=_versioned(pins["plan"]) if "plan" in pins else None,
             workload=workload_v,
             provider=provider_v,
-            plan=plan_v,
+            plan=plan,
             replaced_by=None,
             now=now,
             limits=limits,
@@ -97,7 +116,7 @@ def load_plan_context(
         items.append(
             EvidenceItem(view=service.to_view(row, pins), model=model, freshness=freshness)
         )
-
+    plan_model = cast(CapacityPlan, plan.model)
     waivers = [
         WaiverRecord(
             ref=pinned(row.name, row.version), waiver=cast(Waiver, service.load_model(row))
@@ -105,13 +124,13 @@ def load_plan_context(
         for row in repo.latest_of_kind(RecordKind.waiver.value)
     ]
     return PlanContext(
-        plan_row_id=plan_row.id,
-        plan_view=service.to_view(plan_row, refs),
-        plan=cast(CapacityPlan, plan_v.model),
+        plan_row_id=plan_row_id,
+        plan_view=plan_view,
+        plan=plan_model,
         workload_view=service.to_view(workload_row, {}),
         workload=cast(WorkloadProfile, workload_v.model),
         provider_view=service.to_view(provider_row, {}),
         provider=cast(ProviderProfile, provider_v.model),
         evidence=items,
-        waivers=[w for w in waivers if w.waiver.plan == plan_row.name],
+        waivers=[w for w in waivers if w.waiver.plan == plan_model.name],
     )

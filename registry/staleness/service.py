@@ -97,41 +97,55 @@ def on_new_version(
       to an older version of the same name is stale when the change from that pinned
       version to this one is material;
     - an evidence version N > 1: version N-1 is stale ("evidence data replaced");
-    - any new evidence pinned to a version that a later version materially changed is
-      stale from the start (cause: that later version).
+    - new evidence pinned to a version that a later version materially changed is stale
+      from the start (cause: that later version).
     """
+    if kind in PINNED_ROLES:
+        return _stale_pinned_evidence(ctx, kind=kind, row=row, limits=limits)
+    if kind is RecordKind.evidence:
+        return _stale_on_new_evidence(ctx, row=row, limits=limits)
+    return []
+
+
+def _stale_pinned_evidence(
+    ctx: WriteContext, *, kind: RecordKind, row: RecordRow, limits: StalenessThresholds | None
+) -> list[str]:
+    from registry.records.service import load_model
+
+    staleness = StalenessRepository(ctx.session)
+    found = staleness.latest_evidence_pinned_before(PINNED_ROLES[kind], row)
+    if not found:
+        return []
+    limits = limits or load_thresholds()
+    new_model = load_model(row)
+    old_models: dict[int, Any] = {}
+    staled: list[str] = []
+    for evidence, measured in found:
+        if measured.id not in old_models:
+            old_models[measured.id] = load_model(measured)
+        changes = material_changes(old_models[measured.id], new_model, limits)
+        if changes and _insert(
+            staleness,
+            ctx,
+            evidence=evidence,
+            cause=row,
+            measured=measured,
+            changes=_change_dicts(changes),
+        ):
+            staled.append(pinned(evidence.name, evidence.version))
+    return staled
+
+
+def _stale_on_new_evidence(
+    ctx: WriteContext, *, row: RecordRow, limits: StalenessThresholds | None
+) -> list[str]:
     from registry.records.service import load_model
 
     staleness = StalenessRepository(ctx.session)
     records = RecordRepository(ctx.session)
     staled: list[str] = []
-    role = PINNED_ROLES.get(kind)
-    if role is not None:
-        found = staleness.latest_evidence_pinned_before(role, row)
-        if not found:
-            return staled
-        limits = limits or load_thresholds()
-        new_model = load_model(row)
-        old_models: dict[int, Any] = {}
-        for evidence, measured in found:
-            if measured.id not in old_models:
-                old_models[measured.id] = load_model(measured)
-            changes = material_changes(old_models[measured.id], new_model, limits)
-            if changes and _insert(
-                staleness,
-                ctx,
-                evidence=evidence,
-                cause=row,
-                measured=measured,
-                changes=_change_dicts(changes),
-            ):
-                staled.append(pinned(evidence.name, evidence.version))
-        return staled
-    if kind is not RecordKind.evidence:
-        return staled
-
     if row.version > 1:
-        previous = records.by_version(kind.value, row.name, row.version - 1)
+        previous = records.by_version(row.kind, row.name, row.version - 1)
         if previous is not None and _insert(
             staleness,
             ctx,
@@ -151,21 +165,21 @@ def on_new_version(
             staled.append(pinned(previous.name, previous.version))
 
     pins = records.references([row.id])[row.id]
-    for pin_kind, pin_role in PINNED_ROLES.items():
-        measured = pins.get(pin_role)
-        if measured is None:
+    for pin_kind, role in PINNED_ROLES.items():
+        pin = pins.get(role)
+        if pin is None:
             continue
-        latest = records.latest(pin_kind.value, measured.name)
-        if latest is None or latest.version <= measured.version:
+        latest = records.latest(pin_kind.value, pin.name)
+        if latest is None or latest.version <= pin.version:
             continue
         limits = limits or load_thresholds()
-        changes = material_changes(load_model(measured), load_model(latest), limits)
+        changes = material_changes(load_model(pin), load_model(latest), limits)
         if changes and _insert(
             staleness,
             ctx,
             evidence=row,
             cause=latest,
-            measured=measured,
+            measured=pin,
             changes=_change_dicts(changes),
         ):
             ref = pinned(row.name, row.version)
@@ -182,8 +196,9 @@ def _entry(
 ) -> StalenessEntry:
     changes = [ChangeView.model_validate(c) for c in json.loads(staleness.changes)]
     cause_kind, measured_kind = RecordKind(cause.kind), RecordKind(measured.kind)
-    cause_ref, measured_ref = pinned(cause.name, cause.version), pinned(
-        measured.name, measured.version
+    cause_ref, measured_ref = (
+        pinned(cause.name, cause.version),
+        pinned(measured.name, measured.version),
     )
     return StalenessEntry(
         evidence=pinned(evidence.name, evidence.version),

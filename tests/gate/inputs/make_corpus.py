@@ -25,7 +25,7 @@ def _evidence(doc: Doc) -> Doc:
 
 
 def tail_slo__evidence_missed_at_peak(doc: Doc) -> list[str]:
-    """The planner is optimistic; the load test at peak shows interactive TTFT and queue over SLO."""
+    """The planner is optimistic: at peak, the load test shows interactive TTFT and queue late."""
     per_class = _evidence(doc)["per_class"]["interactive"]
     per_class["ttft_p99_ms"] = 2350
     per_class["queue_p99_ms"] = 2600
@@ -212,7 +212,9 @@ def partitioning_justified__tp4_over_pcie(doc: Doc) -> list[str]:
     plan = doc["plan"]
     plan["tensor_parallel"] = 4
     plan["gpus_per_replica"] = 4
-    plan["claims"]["partitioning_rationale"] = "TP=4 spreads each request over four GPUs to cut latency."
+    plan["claims"]["partitioning_rationale"] = (
+        "TP=4 spreads each request over four GPUs to cut latency."
+    )
     evidence = _evidence(doc)
     evidence["measured_against"]["provider"] = provider["ref"]
     evidence["tp_degree"] = 4
@@ -287,7 +289,11 @@ def _write_json(path: Path, doc: Any) -> None:
 def main() -> None:
     compliant = json.loads((HERE / "compliant.json").read_text(encoding="utf-8"))
     expected: dict[str, dict[str, Any]] = {
-        "compliant.json": {"description": "The chat-assistant example.", "policies": [], "rules": []}
+        "compliant.json": {
+            "description": "The chat-assistant example.",
+            "policies": [],
+            "rules": [],
+        }
     }
     for case in CASES:
         doc = copy.deepcopy(compliant)

@@ -1,0 +1,164 @@
+"""Evidence import, stale evidence and staleness history on either backend.
+
+The same contract as cli.backend: each function takes the backend `open_backend` gave
+and returns the service's view models, whether the registry is embedded (LocalBackend)
+or a capgate server (RemoteBackend). Heavy imports stay inside the functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cli.backend import Backend, RemoteBackend
+    from registry.records.views import Page, SubmitResult
+    from registry.staleness.views import StaleEvidence, StalenessHistory
+
+
+def _remote(
+    backend: RemoteBackend, method: str, path: str, *, source: str | None = None, **kwargs: Any
+) -> Any:
+    """A request to the server; its errors as capgate errors, naming the file it was about.
+
+    Like RemoteBackend._request, but an import's 422 carries the offending file's name
+    in `details.source`, so the one-line error names the file in both modes.
+    """
+    import httpx
+
+    from registry.errors import (
+        CapgateError,
+        Conflict,
+        FieldProblem,
+        InvalidInput,
+        NotFound,
+        Unavailable,
+    )
+
+    try:
+        response = backend.client.request(method, path, **kwargs)
+    except httpx.HTTPError as exc:
+        raise Unavailable(f"cannot reach capgate server {backend.server}: {exc}") from None
+    if response.status_code < 400:
+        return response.json()
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"message": response.text[:200] or response.reason_phrase}
+    message = str(body.get("message", response.reason_phrase))
+    if response.status_code == 422:
+        problems = [FieldProblem(p["loc"], p["message"]) for p in body.get("problems", [])]
+        details = body.get("details") or {}
+        raise InvalidInput(message, problems=problems, source=details.get("source") or source)
+    error_type: type[CapgateError] = {404: NotFound, 409: Conflict}.get(
+        response.status_code, Unavailable
+    )
+    raise error_type(f"{message} (HTTP {response.status_code} from {backend.server})")
+
+
+def import_files(
+    backend: Backend,
+    files: Sequence[tuple[str, bytes]],
+    *,
+    tool: str,
+    workload: str,
+    provider: str,
+    plan: str | None,
+    traffic_class: str | None,
+    measured_at: datetime | None,
+) -> list[SubmitResult]:
+    """Import result files as evidence, all or nothing; one result per stage."""
+    from cli.backend import LocalBackend, RemoteBackend
+
+    if isinstance(backend, LocalBackend):
+        from registry.importers.service import convert_files, submit_converted
+
+        converted = convert_files(
+            files,
+            tool=tool,
+            workload=workload,
+            provider=provider,
+            plan=plan,
+            traffic_class=traffic_class,
+            measured_at=measured_at,
+        )
+        return backend.database.write(
+            lambda ctx: submit_converted(ctx, converted), principal=backend.principal
+        )
+    if isinstance(backend, RemoteBackend):
+        from registry.records.views import SubmitResult
+
+        form: dict[str, str] = {"tool": tool, "workload": workload, "provider": provider}
+        if plan is not None:
+            form["plan"] = plan
+        if traffic_class is not None:
+            form["traffic_class"] = traffic_class
+        if measured_at is not None:
+            form["measured_at"] = measured_at.isoformat()
+        data = _remote(
+            backend,
+            "POST",
+            "/v1/evidence/import",
+            source=files[0][0] if len(files) == 1 else None,
+            data=form,
+            files=[
+                ("files", (name, content, "application/octet-stream")) for name, content in files
+            ],
+        )
+        return [SubmitResult.model_validate(item) for item in data]
+    raise TypeError(f"unknown backend {type(backend).__name__}")
+
+
+def list_stale(
+    backend: Backend, *, limit: int, offset: int, include_replaced: bool
+) -> Page[StaleEvidence]:
+    from cli.backend import LocalBackend, RemoteBackend
+    from registry.records.views import Page
+    from registry.staleness.views import StaleEvidence
+
+    if isinstance(backend, LocalBackend):
+        from datetime import UTC
+
+        from registry.staleness import service
+
+        with backend.database.reading() as session:
+            return service.list_stale(
+                session,
+                now=datetime.now(UTC),
+                limit=limit,
+                offset=offset,
+                include_replaced=include_replaced,
+            )
+    if isinstance(backend, RemoteBackend):
+        data = _remote(
+            backend,
+            "GET",
+            "/v1/evidence/stale",
+            params={
+                "limit": limit,
+                "offset": offset,
+                "include_replaced": str(include_replaced).lower(),
+            },
+        )
+        return Page[StaleEvidence].model_validate(data)
+    raise TypeError(f"unknown backend {type(backend).__name__}")
+
+
+def staleness_history(backend: Backend, ref: str) -> StalenessHistory:
+    from cli.backend import LocalBackend, RemoteBackend
+    from registry.staleness.views import StalenessHistory
+
+    if isinstance(backend, LocalBackend):
+        from datetime import UTC
+
+        from registry.staleness import service
+
+        with backend.database.reading() as session:
+            return service.staleness_history(session, ref, now=datetime.now(UTC))
+    if isinstance(backend, RemoteBackend):
+        from urllib.parse import quote
+
+        data = _remote(backend, "GET", f"/v1/evidence/{quote(ref, safe='')}/staleness")
+        return StalenessHistory.model_validate(data)
+    raise TypeError(f"unknown backend {type(backend).__name__}")

@@ -1,0 +1,193 @@
+"""`capgate gate check|show|list|recheck` and `capgate plan size`: decisions for pipelines."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.options import JsonOpt, ServerOpt
+from cli.output import emit_json, emit_table
+
+gate_app = typer.Typer(
+    help="Policy decisions on capacity plans. Exit 0 allow, 1 deny, 2 error.",
+    no_args_is_help=True,
+)
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        typer.echo(text)
+    else:
+        output.write_text(text + "\n", encoding="utf-8")
+
+
+@gate_app.command("check")
+def check(
+    plan: Annotated[str, typer.Argument(help="Plan reference: name, name@vN or sha256:...")],
+    output_format: Annotated[Format, typer.Option("--format", help="Report format.")] = Format.text,
+    output: Annotated[Path | None, typer.Option("--output", help="Write the report here.")] = None,
+    server: ServerOpt = None,
+) -> None:
+    """Evaluate every policy on PLAN, store the decision and exit with its code."""
+    from cli.backend import open_backend
+    from registry.gate.report import render_text
+
+    decision = open_backend(server).gate_check(plan)
+    if output_format is Format.json:
+        _write(decision.model_dump_json(indent=2), output)
+    elif output_format is Format.junit:
+        from registry.gate.report import policy_ids, render_junit
+        from registry.policy.bundle import load_bundle
+
+        _write(render_junit(decision, policy_ids(list(load_bundle().modules))), output)
+    else:
+        _write(render_text(decision), output)
+    if output is not None or output_format is not Format.text:
+        # Pipelines read one line on stderr whatever the report's format or destination.
+        typer.echo(decision.verdict(), err=True)
+    raise typer.Exit(decision.outcome.exit_code)
+
+
+@gate_app.command("show")
+def show(
+    decision_id: Annotated[str, typer.Argument(help="Decision id (a UUID).")],
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a stored decision: outcome, violations, waivers and the digests of its inputs."""
+    from cli.backend import open_backend
+    from registry.gate.report import render_text
+
+    decision = open_backend(server).get_decision(decision_id)
+    if json_out:
+        emit_json(decision)
+        return
+    typer.echo(render_text(decision))
+    typer.echo(f"  asked by {decision.principal} at {decision.created_at.isoformat()}")
+    if decision.needs_recheck:
+        typer.echo("  needs re-evaluation: the policy bundle changed since (capgate gate recheck)")
+
+
+class OutcomeFilter(StrEnum):
+    allow = "allow"
+    deny = "deny"
+    error = "error"
+
+
+@gate_app.command("list")
+def list_decisions(
+    plan: Annotated[str | None, typer.Option(help="Only this plan name.")] = None,
+    outcome: Annotated[OutcomeFilter | None, typer.Option(help="Only this outcome.")] = None,
+    principal: Annotated[str | None, typer.Option(help="Only decisions asked by.")] = None,
+    since: Annotated[datetime | None, typer.Option(help="From this time (ISO 8601).")] = None,
+    until: Annotated[datetime | None, typer.Option(help="Before this time (ISO 8601).")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The audit trail of decisions, newest first."""
+    from cli.backend import open_backend
+    from registry.gate.views import Outcome
+
+    filters: dict[str, Any] = {
+        "plan": plan,
+        "outcome": Outcome(outcome.value) if outcome else None,
+        "principal": principal,
+        "since": since,
+        "until": until,
+    }
+    page = open_backend(server).list_decisions(filters, limit=limit, offset=offset)
+    if json_out:
+        emit_json(page)
+        return
+    emit_table(
+        ("DECISION", "PLAN", "OUTCOME", "VIOLATIONS", "BY", "AT"),
+        [
+            (
+                d.id,
+                d.plan,
+                d.outcome.value,
+                len(d.violations),
+                d.principal,
+                d.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            )
+            for d in page.items
+        ],
+    )
+
+
+@gate_app.command("recheck")
+def recheck(
+    all_plans: Annotated[
+        bool, typer.Option("--all", help="Every plan whose last allow predates the bundle.")
+    ] = False,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Re-run earlier allow decisions under the current policy bundle; report what changed."""
+    from cli.backend import open_backend
+    from cli.output import fail
+
+    if not all_plans:
+        fail("say which decisions to re-evaluate: --all")
+    report = open_backend(server).recheck_all()
+    if json_out:
+        emit_json(report)
+    else:
+        for item in report.rechecked:
+            change = "changed" if item.changed else "unchanged"
+            typer.echo(
+                f"{item.plan}: {item.previous_outcome.value} -> {item.decision.outcome.value} "
+                f"({change}; decision {item.decision.id})"
+            )
+            for added in item.new_violations:
+                typer.echo(f"  + {added}")
+            for resolved in item.resolved_violations:
+                typer.echo(f"  - {resolved}")
+        typer.echo(
+            f"{len(report.rechecked)} re-evaluated, {len(report.up_to_date)} up to date "
+            f"(bundle {report.bundle_revision[:19]})"
+        )
+    worst = max((i.decision.outcome.exit_code for i in report.rechecked), default=0)
+    raise typer.Exit(worst)
+
+
+def size(
+    plan: Annotated[str, typer.Argument(help="A plan reference, or a plan file to size first.")],
+    chart: Annotated[
+        Path | None, typer.Option("--chart", help="Draw latency against load (PNG).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Recompute a plan's sizing from its workload and provider, whatever it claims."""
+    from cli.backend import open_backend
+    from registry.planner import render_chart, render_text
+
+    backend = open_backend(server)
+    path = Path(plan)
+    if path.suffix.lower() in {".yaml", ".yml", ".json"} or path.exists():
+        from registry.records.documents import load_document
+
+        result = backend.size_draft(load_document(path), source=str(path), seed=seed)
+    else:
+        result = backend.size_plan(plan, seed=seed).result
+    if json_out:
+        emit_json(result)
+    else:
+        typer.echo(render_text(result))
+    if chart is not None:
+        render_chart(result, chart)
+        typer.echo(f"chart written to {chart}", err=True)

@@ -1,0 +1,83 @@
+"""Re-evaluating earlier allow decisions after the policy bundle changed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from registry.gate.service import Engine, check
+from registry.gate.views import DecisionView, Outcome
+from registry.records.references import pinned
+from registry.staleness.rules import StalenessThresholds
+from registry.storage.database import Database
+from registry.storage.repository import GateRepository
+
+
+class RecheckItem(BaseModel):
+    plan: str
+    previous_decision: str
+    previous_outcome: Outcome
+    previous_bundle_revision: str
+    decision: DecisionView
+    changed: bool
+    new_violations: list[str]
+    resolved_violations: list[str]
+
+
+class RecheckReport(BaseModel):
+    bundle_revision: str
+    rechecked: list[RecheckItem]
+    up_to_date: list[str]
+
+
+def _keys(violations: list[dict[str, object]]) -> set[str]:
+    return {f"{v.get('policy')}.{v.get('rule')}" for v in violations}
+
+
+def recheck_all(
+    database: Database,
+    engine: Engine,
+    *,
+    principal: str,
+    limits: StalenessThresholds,
+    now: datetime | None = None,
+) -> RecheckReport:
+    """Re-run the latest decision of every plan whose allow predates the current bundle."""
+    revision = engine.revision
+    with database.reading() as session:
+        latest = [
+            (
+                decision.id,
+                Outcome(decision.outcome),
+                decision.bundle_revision,
+                decision.violations,
+                pinned(plan.name, plan.version),
+            )
+            for decision, plan in GateRepository(session).latest_decision_per_plan()
+        ]
+    report = RecheckReport(bundle_revision=revision, rechecked=[], up_to_date=[])
+    import json
+
+    for decision_id, outcome, bundle, violations_text, plan_ref in latest:
+        if outcome is not Outcome.allow or bundle == revision:
+            report.up_to_date.append(plan_ref)
+            continue
+        new = check(
+            database, engine, plan_ref=plan_ref, principal=principal, limits=limits, now=now
+        )
+        before = _keys(json.loads(violations_text))
+        after = _keys(new.violations)
+        report.rechecked.append(
+            RecheckItem(
+                plan=plan_ref,
+                previous_decision=decision_id,
+                previous_outcome=outcome,
+                previous_bundle_revision=bundle,
+                decision=new,
+                changed=new.outcome is not outcome or before != after,
+                new_violations=sorted(after - before),
+                resolved_violations=sorted(before - after),
+            )
+        )
+    return report

@@ -1,0 +1,88 @@
+"""Rendering a decision for people (text) and for CI systems (JUnit XML)."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree as ET
+
+from registry.gate.views import DecisionView, Outcome
+
+
+def render_text(decision: DecisionView) -> str:
+    lines = [decision.verdict()]
+    for violation in decision.violations:
+        lines.append(
+            f"  DENY  [{violation.get('severity')}] {violation.get('policy')}."
+            f"{violation.get('rule')}: {violation.get('message')}"
+        )
+    for violation in decision.waived:
+        lines.append(
+            f"  WAIVED {violation.get('policy')}.{violation.get('rule')}: "
+            f"{violation.get('message')} (waiver {violation.get('waived_by')}, owner "
+            f"{violation.get('waiver_owner')}, until {violation.get('waiver_expires_at')})"
+        )
+    lines.extend(f"  warning: {warning}" for warning in decision.warnings)
+    inputs = decision.inputs
+    if inputs:
+        lines.append(
+            "  inputs: "
+            + ", ".join(
+                f"{role} {inputs[role]['ref']}"
+                for role in ("plan", "workload", "provider")
+                if role in inputs
+            )
+            + f", {len(inputs.get('evidence', []))} evidence"
+        )
+    lines.append(f"  bundle {decision.bundle_revision[:19]}, input {decision.input_digest[:19]}")
+    return "\n".join(lines)
+
+
+def render_junit(decision: DecisionView, policy_ids: list[str]) -> str:
+    """One test case per policy: failed when it has unwaived violations."""
+    suite = ET.Element(
+        "testsuite",
+        name=f"capgate gate {decision.plan}",
+        tests=str(len(policy_ids) if decision.outcome is not Outcome.error else 1),
+        failures=str(len({str(v.get("policy")) for v in decision.violations})),
+        errors="1" if decision.outcome is Outcome.error else "0",
+        timestamp=decision.created_at.isoformat(),
+    )
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("decision", decision.id),
+        ("outcome", decision.outcome.value),
+        ("engine", decision.engine),
+        ("bundle_revision", decision.bundle_revision),
+        ("input_digest", decision.input_digest),
+    ):
+        ET.SubElement(properties, "property", name=name, value=value)
+    if decision.outcome is Outcome.error:
+        case = ET.SubElement(suite, "testcase", classname="capgate.gate", name="evaluate")
+        error = ET.SubElement(case, "error", message=decision.error or "error")
+        error.text = decision.error
+    else:
+        for policy in policy_ids:
+            case = ET.SubElement(suite, "testcase", classname="capgate.policies", name=policy)
+            failed = [v for v in decision.violations if v.get("policy") == policy]
+            waived = [v for v in decision.waived if v.get("policy") == policy]
+            if failed:
+                failure = ET.SubElement(
+                    case,
+                    "failure",
+                    message="; ".join(str(v.get("message")) for v in failed),
+                    type=str(failed[0].get("severity")),
+                )
+                failure.text = json.dumps(failed, indent=2)
+            elif waived:
+                out = ET.SubElement(case, "system-out")
+                out.text = "waived: " + json.dumps(waived, indent=2)
+    if decision.warnings:
+        ET.SubElement(suite, "system-err").text = "\n".join(decision.warnings)
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode")
+
+
+def policy_ids(module_paths: list[str]) -> list[str]:
+    """The bundle's policies: one folder each, besides the shared library and the gate."""
+    folders = {path.replace("\\", "/").split("/")[0] for path in module_paths if "/" in path}
+    return sorted(folders - {"lib", "gate"})

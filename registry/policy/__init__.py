@@ -1,0 +1,20 @@
+"""Policy engines: the gate's Rego bundle evaluated embedded (regopy) or on an OPA server."""
+
+from registry.policy.bundle import PolicyBundle, load_bundle
+from registry.policy.engine import (
+    PolicyDecision,
+    PolicyEngine,
+    PolicyError,
+    Violation,
+    engine_from_settings,
+)
+
+__all__ = [
+    "PolicyBundle",
+    "PolicyDecision",
+    "PolicyEngine",
+    "PolicyError",
+    "Violation",
+    "engine_from_settings",
+    "load_bundle",
+]

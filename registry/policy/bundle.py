@@ -1,0 +1,80 @@
+"""The policy bundle: the installed ``policies`` package's Rego modules and data.
+
+Only non-test modules are part of the bundle: ``*_test.rego`` files use
+``with ... as ...``, which crashes the embedded engine (regopy 1.5.2), and only the
+real OPA runs them (``opa test policies``). The revision is a sha256 over the sorted
+file names and contents, so the same files give the same revision on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+DATA_FILE = "data.json"
+TEST_SUFFIX = "_test.rego"
+
+
+@dataclass(frozen=True)
+class PolicyBundle:
+    """Rego modules by path relative to the bundle root, and the data document."""
+
+    revision: str
+    modules: dict[str, str] = field(repr=False)
+    data: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_sources(cls, modules: dict[str, str], data: dict[str, Any]) -> PolicyBundle:
+        """A bundle from sources in memory; its revision covers modules and data."""
+        for path in modules:
+            if path.endswith(TEST_SUFFIX):
+                raise ValueError(f"test module {path} cannot be part of a policy bundle")
+        data_text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return cls(
+            revision=_revision({**modules, DATA_FILE: data_text}),
+            modules=dict(sorted(modules.items())),
+            data=data,
+        )
+
+
+def _revision(files_by_name: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(files_by_name):
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update(files_by_name[name].encode("utf-8") + b"\0")
+    return f"sha256:{digest.hexdigest()}"
+
+
+def policies_root() -> Path:
+    """The directory of the installed ``policies`` package."""
+    return Path(str(files("policies")))
+
+
+def read_bundle(root: Path) -> PolicyBundle:
+    """Read a bundle directory: every non-test ``.rego`` file below it and its data.json."""
+    modules = {
+        path.relative_to(root).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(root.rglob("*.rego"))
+        if not path.name.endswith(TEST_SUFFIX)
+    }
+    if not modules:
+        raise FileNotFoundError(f"no Rego modules under {root}")
+    data_path = root / DATA_FILE
+    data_text = data_path.read_text(encoding="utf-8") if data_path.is_file() else "{}"
+    data = json.loads(data_text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{data_path} must hold a JSON object")
+    return PolicyBundle(
+        revision=_revision({**modules, DATA_FILE: data_text}), modules=modules, data=data
+    )
+
+
+@lru_cache(maxsize=1)
+def load_bundle() -> PolicyBundle:
+    """The bundle shipped with capgate (read once per process)."""
+    return read_bundle(policies_root())

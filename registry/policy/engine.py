@@ -1,0 +1,150 @@
+"""What every policy engine promises: one decision shape, validated, fail closed.
+
+Both engines evaluate ``data.capgate.gate.decision`` of the same bundle. Anything but a
+well-formed decision (undefined, an evaluation error, the wrong shape, an allow that
+carries violations) is a :class:`PolicyError`, never an allow.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
+
+from registry.errors import FieldProblem, InvalidInput, Unavailable
+from registry.gate.input_document import GateInput
+
+if TYPE_CHECKING:
+    from registry.settings import Settings
+
+DECISION_PATH = "capgate/gate/decision"
+DECISION_QUERY = "data.capgate.gate.decision"
+VIOLATION_KEYS = frozenset({"policy", "rule", "severity", "message", "details"})
+# Numbers in decisions are kept to this many significant digits: regopy prints 16, OPA
+# 17, so without it the same violation could differ in the last digit between engines.
+SIGNIFICANT_DIGITS = 12
+
+
+class PolicyError(Unavailable):
+    """The policy engine did not produce a decision: an error, never an allow (exit 2)."""
+
+
+class Violation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    policy: StrictStr
+    rule: StrictStr
+    severity: StrictStr
+    message: StrictStr
+    details: dict[str, Any]
+
+    def sort_key(self) -> tuple[str, str, str, str]:
+        return (
+            self.policy,
+            self.rule,
+            self.message,
+            json.dumps(self.details, sort_keys=True, separators=(",", ":")),
+        )
+
+
+class PolicyDecision(BaseModel):
+    """allow is true exactly when there is no violation; violations sorted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    allow: StrictBool
+    violations: list[Violation]
+
+    @property
+    def policies(self) -> list[str]:
+        """The ids of the policies that reported a violation, sorted."""
+        return sorted({violation.policy for violation in self.violations})
+
+
+@runtime_checkable
+class PolicyEngine(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    def decide(self, input: dict[str, Any]) -> PolicyDecision: ...
+
+
+def validate_input(input: dict[str, Any]) -> None:
+    """A malformed gate input is an error before any engine sees it."""
+    try:
+        GateInput.model_validate(input)
+    except ValidationError as exc:
+        problems = [
+            FieldProblem(".".join(str(part) for part in error["loc"]), error["msg"])
+            for error in exc.errors()
+        ]
+        raise InvalidInput("the gate input does not match the contract", problems=problems) from exc
+
+
+def canonical_number(value: Any) -> Any:
+    """Integral floats as ints, other floats to SIGNIFICANT_DIGITS, recursively."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise PolicyError(f"the policy engine returned a non-finite number: {value}")
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    if isinstance(value, list):
+        return [canonical_number(item) for item in value]
+    if isinstance(value, dict):
+        return {key: canonical_number(item) for key, item in value.items()}
+    return value
+
+
+def decision_from_result(result: Any, *, engine: str) -> PolicyDecision:
+    """Validate an engine's raw decision value; anything unexpected is a PolicyError."""
+    where = f"{engine} engine: {DECISION_QUERY}"
+    if not isinstance(result, dict):
+        raise PolicyError(f"{where} is not an object (got {type(result).__name__})")
+    if set(result) != {"allow", "violations"}:
+        raise PolicyError(f"{where} has keys {sorted(result)}, expected ['allow', 'violations']")
+    raw_violations = result["violations"]
+    if not isinstance(raw_violations, list):
+        raise PolicyError(f"{where}: violations is not a list")
+    for raw in raw_violations:
+        if not isinstance(raw, dict) or set(raw) != VIOLATION_KEYS:
+            keys = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+            raise PolicyError(f"{where}: a violation has {keys}, expected {sorted(VIOLATION_KEYS)}")
+    try:
+        decision = PolicyDecision.model_validate(canonical_number(result))
+    except ValidationError as exc:
+        raise PolicyError(f"{where} has the wrong shape: {exc.errors()[0]['msg']}") from exc
+    if decision.allow != (not decision.violations):
+        raise PolicyError(
+            f"{where} is inconsistent: allow={decision.allow} "
+            f"with {len(decision.violations)} violations"
+        )
+    unique = {violation.sort_key(): violation for violation in decision.violations}
+    return PolicyDecision(allow=decision.allow, violations=[unique[key] for key in sorted(unique)])
+
+
+def engine_from_settings(settings: Settings) -> PolicyEngine:
+    """CAPGATE_POLICY_ENGINE: ``embedded`` (default) or ``opa`` with CAPGATE_OPA_URL."""
+    choice = settings.policy_engine.strip().lower()
+    if choice == "embedded":
+        from registry.policy.embedded import EmbeddedEngine
+
+        return EmbeddedEngine()
+    if choice == "opa":
+        if not settings.opa_url:
+            raise PolicyError("CAPGATE_POLICY_ENGINE=opa needs CAPGATE_OPA_URL (the OPA server)")
+        from registry.policy.opa_server import OpaServerEngine
+
+        return OpaServerEngine(settings.opa_url)
+    raise PolicyError(
+        f"unknown CAPGATE_POLICY_ENGINE {settings.policy_engine!r}: expected 'embedded' or 'opa'"
+    )

@@ -1,0 +1,131 @@
+"""The scenario corpus: each input gives exactly the expected policies on both engines."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from registry.gate.input_document import GateInput
+from registry.policy.bundle import policies_root
+from registry.policy.embedded import EmbeddedEngine
+from registry.policy.engine import PolicyDecision
+from registry.policy.opa_server import OpaServerEngine
+from tests.policy.conftest import CASES, EXPECTED, INPUTS, load_case
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def _rules(decision: PolicyDecision) -> list[str]:
+    return sorted({f"{v.policy}/{v.rule}" for v in decision.violations})
+
+
+def test_success_corpus_is_complete() -> None:
+    files = sorted(p.name for p in INPUTS.glob("*.json") if p.name != "expected.json")
+    assert files == CASES
+    policy_dirs = sorted(
+        p.name for p in policies_root().iterdir() if p.is_dir() and p.name not in {"lib", "gate"}
+        and not p.name.startswith("__")
+    )
+    covered = sorted({p for case in EXPECTED.values() if len(case["policies"]) == 1
+                      for p in case["policies"]})
+    assert covered == policy_dirs, "every policy needs an input that violates only it"
+    assert EXPECTED["compliant.json"]["policies"] == []
+
+
+def test_success_gate_composes_every_policy() -> None:
+    gate = (policies_root() / "gate" / "gate.rego").read_text()
+    for folder in policies_root().iterdir():
+        if folder.is_dir() and (folder / f"{folder.name}.rego").is_file():
+            if folder.name in {"gate"}:
+                continue
+            assert re.search(rf"^import data\.capgate\.policies\.{folder.name}$", gate, re.M)
+            assert f"{folder.name}.violations" in gate
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_success_input_matches_contract(name: str) -> None:
+    GateInput.model_validate(load_case(name))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_embedded_expected_policies(embedded: EmbeddedEngine, name: str) -> None:
+    decision = embedded.decide(load_case(name))
+    assert decision.policies == EXPECTED[name]["policies"]
+    assert _rules(decision) == EXPECTED[name]["rules"]
+    assert decision.allow is (EXPECTED[name]["policies"] == [])
+
+
+@pytest.mark.opa
+@pytest.mark.parametrize("name", CASES)
+def test_opa_expected_policies(opa_engine: OpaServerEngine, name: str) -> None:
+    decision = opa_engine.decide(load_case(name))
+    assert decision.policies == EXPECTED[name]["policies"]
+    assert _rules(decision) == EXPECTED[name]["rules"]
+    assert decision.allow is (EXPECTED[name]["policies"] == [])
+
+
+@pytest.mark.opa
+@pytest.mark.parametrize("name", CASES)
+def test_parity_engines_decide_identically(
+    embedded: EmbeddedEngine, opa_engine: OpaServerEngine, name: str
+) -> None:
+    doc = load_case(name)
+    assert embedded.revision == opa_engine.revision
+    assert embedded.decide(doc) == opa_engine.decide(doc)
+
+
+def test_success_violation_objects_are_whole(embedded: EmbeddedEngine) -> None:
+    decision = embedded.decide(load_case("drain_configured__short_grace_period.json"))
+    assert [v.model_dump() for v in decision.violations] == [
+        {
+            "policy": "drain_configured",
+            "rule": "grace_period_too_short",
+            "severity": "high",
+            "message": "termination grace period 30 s is shorter than the pre-stop sleep 5 s "
+            "plus the in-flight tail 95.308 s (100.308 s)",
+            "details": {
+                "termination_grace_period_s": 30,
+                "pre_stop_sleep_s": 5,
+                "evidence_e2e_p99_s": 88,
+                "longest_stream_s": 95.308,
+                "required_s": 100.308,
+            },
+        }
+    ]
+
+
+def test_success_float_precision_survives_embedded(embedded: EmbeddedEngine) -> None:
+    # regopy's Input() keeps ~6 significant digits; the engine passes JSON text instead.
+    decision = embedded.decide(load_case("tail_slo__claims_disagree.json"))
+    assert [v.model_dump() for v in decision.violations] == [
+        {
+            "policy": "tail_slo",
+            "rule": "claims_disagree",
+            "severity": "high",
+            "message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation "
+            "predicts 1100 ms (relative error 0.455 > 0.2)",
+            "details": {
+                "class": "interactive",
+                "metric": "ttft_p99_ms",
+                "claimed": 600,
+                "predicted": 1100,
+                "relative_error": 0.454545454545,
+                "max_relative_error": 0.2,
+            },
+        }
+    ]
+
+
+def test_success_stale_reasons_in_message(embedded: EmbeddedEngine) -> None:
+    decision = embedded.decide(load_case("evidence_fresh__stale_evidence.json"))
+    assert [v.message for v in decision.violations] == [
+        "evidence chat-assistant-h100-mixed-2026-08@v1 is stale: workload chat-assistant@v1 "
+        "supersedes chat-assistant@v0: interactive prompt tokens p99 moved +38%",
+        "evidence chat-assistant-h100-mixed-2026-08@v1 is 97 days old; at most 90 allowed",
+    ]
+
+
+def test_success_corpus_inputs_are_committed() -> None:
+    assert Path(INPUTS / "make_corpus.py").is_file()
