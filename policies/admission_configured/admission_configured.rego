@@ -16,6 +16,9 @@ _policy := "admission_configured"
 
 _admission_classes := input.plan.admission.classes
 
+# Helpers instead of `not f(x.y)`: with x.y undefined, OPA leaves that negation undefined.
+_admitted(name) if is_object(_admission_classes[name])
+
 # METADATA
 # title: Class admitted explicitly
 # description: plan.admission.classes has an entry for every workload class.
@@ -24,7 +27,7 @@ _admission_classes := input.plan.admission.classes
 #   guards: "checklist: queue deadlines and load shedding are configured"
 violations contains v if {
 	some name, _ in input.workload.classes
-	not is_object(_admission_classes[name])
+	not _admitted(name)
 	v := result.violation(
 		_policy, "class_admission_missing", "high",
 		sprintf("class %s has no admission settings (queue deadline, queue bound, shedding)", [name]),

@@ -56,7 +56,7 @@ violations contains v if {
 violations contains v if {
 	some name, class in input.workload.classes
 	some distribution, field in _samples
-	not _positive(class[field])
+	not _positive(object.get(class, field, null))
 	v := result.violation(
 		_policy, "distribution_without_samples", "high",
 		sprintf("class %s: the %s distribution has no samples", [name, distribution]),

@@ -24,6 +24,8 @@ _drain := input.plan.drain
 
 _grace := _drain.termination_grace_period_s
 
+_declared if is_object(_drain)
+
 _pre_stop_sleep_s := s if {
 	s := _drain.pre_stop.sleep_s
 	is_number(s)
@@ -58,7 +60,7 @@ _scale_down_s := s if {
 #   severity: high
 #   guards: "checklist: scale-down drains active work safely"
 violations contains v if {
-	not is_object(_drain)
+	not _declared
 	v := result.violation(
 		_policy, "drain_missing", "high",
 		"the plan declares no drain configuration",

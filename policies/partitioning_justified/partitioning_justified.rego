@@ -23,6 +23,8 @@ _gain := input.recomputation.tp_latency_gain
 
 _optional := _tp > 1 if input.recomputation.fits_single_gpu == true
 
+_fast_interconnect if input.provider.interconnect in _thresholds.tp_fast_interconnects
+
 _gain_sufficient if {
 	is_number(_gain)
 	_gain >= _thresholds.tp_min_latency_gain
@@ -38,7 +40,7 @@ _gain_sufficient if {
 #   guards: "failure mode: more GPUs are assumed to reduce latency"
 violations contains v if {
 	_optional
-	not input.provider.interconnect in _thresholds.tp_fast_interconnects
+	not _fast_interconnect
 	v := result.violation(
 		_policy, "tp_on_slow_interconnect", "high",
 		sprintf(

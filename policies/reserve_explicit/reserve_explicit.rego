@@ -24,6 +24,8 @@ _scenarios := {
 
 _reserve := input.plan.reserve
 
+_declared if is_object(_reserve)
+
 _at_least(x, minimum) if {
 	is_number(x)
 	x >= minimum
@@ -36,7 +38,7 @@ _at_least(x, minimum) if {
 #   severity: high
 #   guards: "checklist: one-worker and one-zone failure reserve is explicit"
 violations contains v if {
-	not is_object(_reserve)
+	not _declared
 	v := result.violation(
 		_policy, "reserve_missing", "high",
 		"the plan declares no failure reserve",
@@ -52,8 +54,8 @@ violations contains v if {
 #   guards: "checklist: one-worker failure reserve is explicit"
 violations contains v if {
 	is_object(_reserve)
-	not _at_least(_reserve.worker_failures, _thresholds.reserve_min_worker_failures)
 	declared := object.get(_reserve, "worker_failures", null)
+	not _at_least(declared, _thresholds.reserve_min_worker_failures)
 	v := result.violation(
 		_policy, "worker_reserve_missing", "high",
 		sprintf(
@@ -72,8 +74,8 @@ violations contains v if {
 #   guards: "checklist: one-zone failure reserve is explicit"
 violations contains v if {
 	is_object(_reserve)
-	not _at_least(_reserve.zone_failures, _thresholds.reserve_min_zone_failures)
 	declared := object.get(_reserve, "zone_failures", null)
+	not _at_least(declared, _thresholds.reserve_min_zone_failures)
 	v := result.violation(
 		_policy, "zone_reserve_missing", "high",
 		sprintf(

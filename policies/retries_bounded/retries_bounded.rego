@@ -18,6 +18,8 @@ _thresholds := data.capgate.thresholds
 
 _retry := input.plan.admission.retry
 
+_declared if is_object(_retry)
+
 _get(key) := object.get(_retry, key, null)
 
 _at_most(x, maximum) if {
@@ -32,7 +34,7 @@ _at_most(x, maximum) if {
 #   severity: high
 #   guards: "failure mode: retry storms amplify overload"
 violations contains v if {
-	not is_object(_retry)
+	not _declared
 	v := result.violation(
 		_policy, "retry_policy_missing", "high",
 		"the plan declares no retry policy",

@@ -38,6 +38,8 @@ _at_peak := [e |
 	e.offered_rps_per_replica >= _peak_rps
 ]
 
+_slo_declared(class, slo_key) if is_number(class.slo[slo_key])
+
 _measured_at_peak(class, metric) if {
 	some e in _at_peak
 	is_number(e.per_class[class][metric])
@@ -57,7 +59,7 @@ _predicted_over(class) if {
 violations contains v if {
 	some name, class in input.workload.classes
 	some slo_key in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_deadline_ms"]
-	not is_number(class.slo[slo_key])
+	not _slo_declared(class, slo_key)
 	v := result.violation(
 		_policy, "slo_undeclared", "high",
 		sprintf("class %s declares no %s SLO", [name, slo_key]),

@@ -21,6 +21,8 @@ _policy := "warm_replica_exclusion"
 
 _warmup := input.plan.warmup
 
+_declared if is_object(_warmup)
+
 _min_ready := input.recomputation.min_ready_replicas_at_peak
 
 _declared_reserve := r if {
@@ -48,7 +50,7 @@ _floor := f if {
 #   severity: high
 #   guards: "failure mode: cold replicas are counted as ready capacity"
 violations contains v if {
-	not is_object(_warmup)
+	not _declared
 	v := result.violation(
 		_policy, "warmup_missing", "high",
 		"the plan declares no warm-up handling",

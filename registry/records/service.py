@@ -10,12 +10,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
-from registry.errors import FieldProblem, InvalidInput, NotFound
+from registry.errors import FieldProblem, InvalidInput, NotFound, Unavailable
 from registry.records.common import Metadata
 from registry.records.kinds import RecordKind
 from registry.records.references import parse_ref, pinned
@@ -88,13 +88,29 @@ def to_view(row: RecordRow, references: dict[str, RecordRow]) -> RecordView:
         created_at=as_utc(row.created_at),
         created_by=row.created_by,
         references={role: pinned(t.name, t.version) for role, t in sorted(references.items())},
-        content=json.loads(row.content),
+        content=_content(row),
     )
 
 
+def _content(row: RecordRow) -> dict[str, Any]:
+    try:
+        content: dict[str, Any] = json.loads(row.content)
+    except json.JSONDecodeError as exc:
+        raise Unavailable(
+            f"stored {row.kind} record {pinned(row.name, row.version)} cannot be read: {exc.msg}"
+        ) from None
+    return content
+
+
 def load_model(row: RecordRow) -> BaseModel:
-    """The stored content validated back into its schema."""
-    return RecordKind(row.kind).schema.model_validate_json(row.content)
+    """The stored content validated back into its schema; unreadable content is an error."""
+    try:
+        return RecordKind(row.kind).schema.model_validate_json(row.content)
+    except ValidationError as exc:
+        raise Unavailable(
+            f"stored {row.kind} record {pinned(row.name, row.version)} cannot be read: "
+            f"{exc.errors()[0]['msg']}"
+        ) from None
 
 
 # ---- the verbs ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 from registry.digest import content_digest
 from registry.errors import FieldProblem, InvalidInput, NotFound
 from registry.gate.context import build_context
-from registry.planner import PlanRecomputation, recompute
+from registry.planner import PlanRecomputation
 from registry.records import service
 from registry.records.checks import cross_check
 from registry.records.documents import validate_record
@@ -47,7 +47,8 @@ def size_draft(
         refs = {role: pinned(row.name, row.version) for role, row in rows.items()}
         pinned_plan = plan.model_copy(update=refs)
         cross_check(
-            RecordKind.plan, pinned_plan,
+            RecordKind.plan,
+            pinned_plan,
             {role: service.load_model(row) for role, row in rows.items()},
         )
         view = RecordView(

@@ -9,6 +9,8 @@ transaction; only storing the result is a write.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -62,6 +64,35 @@ def _view(row: RecomputationRow, plan_ref: str) -> RecomputationView:
     )
 
 
+# The planner is pure and seeded: the same inputs always give the same result, so one
+# process keeps the last few results keyed by the digests of everything they depend on.
+_CACHE: OrderedDict[tuple[str, ...], PlanRecomputation] = OrderedDict()
+_CACHE_SIZE = 32
+_CACHE_LOCK = threading.Lock()
+
+
+def recompute_cached(context: PlanContext, calibration: str, seed: int) -> PlanRecomputation:
+    key = (
+        PLANNER_VERSION,
+        content_digest(context.plan.model_dump(mode="json")),
+        context.workload_view.digest,
+        context.provider_view.digest,
+        calibration,
+        str(seed),
+    )
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    fresh = [item.model for item in context.evidence if item.freshness.fresh]
+    result = recompute(context.plan, context.workload, context.provider, evidence=fresh, seed=seed)
+    with _CACHE_LOCK:
+        _CACHE[key] = result
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return result
+
+
 def size_plan(
     database: Database,
     *,
@@ -81,8 +112,7 @@ def size_plan(
         if existing is not None:
             return Sized(context=context, view=_view(existing, context.plan_view.ref))
 
-    fresh = [item.model for item in context.evidence if item.freshness.fresh]
-    result = recompute(context.plan, context.workload, context.provider, evidence=fresh, seed=seed)
+    result = recompute_cached(context, key, seed)
     payload = result.model_dump(mode="json")
 
     def store(ctx: WriteContext) -> RecomputationRow:

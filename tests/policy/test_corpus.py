@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,6 @@ from registry.policy.engine import PolicyDecision
 from registry.policy.opa_server import OpaServerEngine
 from tests.policy.conftest import CASES, EXPECTED, INPUTS, load_case
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 
 def _rules(decision: PolicyDecision) -> list[str]:
     return sorted({f"{v.policy}/{v.rule}" for v in decision.violations})
@@ -25,11 +22,13 @@ def test_success_corpus_is_complete() -> None:
     files = sorted(p.name for p in INPUTS.glob("*.json") if p.name != "expected.json")
     assert files == CASES
     policy_dirs = sorted(
-        p.name for p in policies_root().iterdir() if p.is_dir() and p.name not in {"lib", "gate"}
-        and not p.name.startswith("__")
+        p.name
+        for p in policies_root().iterdir()
+        if p.is_dir() and p.name not in {"lib", "gate"} and not p.name.startswith("__")
     )
-    covered = sorted({p for case in EXPECTED.values() if len(case["policies"]) == 1
-                      for p in case["policies"]})
+    covered = sorted(
+        {p for case in EXPECTED.values() if len(case["policies"]) == 1 for p in case["policies"]}
+    )
     assert covered == policy_dirs, "every policy needs an input that violates only it"
     assert EXPECTED["compliant.json"]["policies"] == []
 
@@ -125,7 +124,3 @@ def test_success_stale_reasons_in_message(embedded: EmbeddedEngine) -> None:
         "supersedes chat-assistant@v0: interactive prompt tokens p99 moved +38%",
         "evidence chat-assistant-h100-mixed-2026-08@v1 is 97 days old; at most 90 allowed",
     ]
-
-
-def test_success_corpus_inputs_are_committed() -> None:
-    assert Path(INPUTS / "make_corpus.py").is_file()

@@ -1,0 +1,65 @@
+package capgate.policies.distributions_measured_test
+
+import data.capgate.policies.distributions_measured
+
+_class := {
+	"measured": {"prompt_tokens": true, "output_tokens": true, "concurrency": true, "arrival": true},
+	"prompt_tokens_samples": 22310455,
+	"output_tokens_samples": 22310455,
+}
+
+_evidence := {"ref": "ev@v1", "fresh": true, "age_days": 6, "findings": {"prompt_tokens_cv": 1.31, "output_tokens_cv": 1.08}}
+
+_input := {
+	"workload": {"ref": "chat@v1", "classes": {"interactive": _class}, "trace_digest": "sha256:2f9e"},
+	"evidence": [_evidence],
+}
+
+test_success_compliant if {
+	distributions_measured.violations == set() with input as _input
+}
+
+test_success_stale_uniform_test_ignored if {
+	stale := object.union(_evidence, {"ref": "old@v1", "fresh": false, "findings": {"prompt_tokens_cv": 0}})
+	distributions_measured.violations == set() with input as object.union(_input, {"evidence": [_evidence, stale]})
+}
+
+test_fail_uniform_prompts if {
+	inp := object.union(_input, {"evidence": [object.union(_evidence, {"findings": {"prompt_tokens_cv": 0}})]})
+	distributions_measured.violations == {{
+		"policy": "distributions_measured", "rule": "uniform_load_test", "severity": "high",
+		"message": "evidence ev@v1: prompt_tokens_cv is 0, not above 0.2: the load test does not reproduce the workload's distribution",
+		"details": {"evidence": "ev@v1", "metric": "prompt_tokens_cv", "cv": 0, "min_cv": 0.2},
+	}} with input as inp
+}
+
+test_fail_unknown_cv_counts_as_uniform if {
+	inp := object.union(_input, {"evidence": [object.union(_evidence, {"findings": {"output_tokens_cv": null}})]})
+	[v.message | some v in distributions_measured.violations] == ["evidence ev@v1: output_tokens_cv is unknown, not above 0.2: the load test does not reproduce the workload's distribution"] with input as inp
+}
+
+test_fail_distribution_assumed if {
+	inp := object.union(_input, {"workload": {"classes": {"interactive": {"measured": {"arrival": false}}}}})
+	distributions_measured.violations == {{
+		"policy": "distributions_measured", "rule": "distribution_not_measured", "severity": "high",
+		"message": "class interactive: the arrival distribution is assumed, not measured",
+		"details": {"class": "interactive", "distribution": "arrival"},
+	}} with input as inp
+}
+
+test_fail_no_samples if {
+	inp := object.union(_input, {"workload": {"classes": {"interactive": {"output_tokens_samples": null}}}})
+	distributions_measured.violations == {{
+		"policy": "distributions_measured", "rule": "distribution_without_samples", "severity": "high",
+		"message": "class interactive: the output_tokens distribution has no samples",
+		"details": {"class": "interactive", "distribution": "output_tokens", "samples": null},
+	}} with input as inp
+}
+
+test_fail_trace_digest_missing if {
+	distributions_measured.violations == {{
+		"policy": "distributions_measured", "rule": "trace_digest_missing", "severity": "high",
+		"message": "workload chat@v1 names no trace digest for its measured distributions",
+		"details": {"workload": "chat@v1", "trace_digest": null},
+	}} with input as object.union(_input, {"workload": {"trace_digest": null}})
+}

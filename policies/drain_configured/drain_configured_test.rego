@@ -1,0 +1,94 @@
+package capgate.policies.drain_configured_test
+
+import data.capgate.policies.drain_configured
+
+_drain := {
+	"termination_grace_period_s": 300,
+	"pre_stop": {"sleep_s": 10, "wait_for_idle": true, "timeout_s": 280},
+	"readiness_off_on_drain": true,
+	"disruption_budget": {"max_unavailable": 1},
+}
+
+_input := {
+	"plan": {"drain": _drain, "autoscaling": {"scale_down_stabilization_s": 600}},
+	"evidence": [{"ref": "ev@v1", "fresh": true, "age_days": 6, "per_class": {"a": {"e2e_p99_ms": 88000}, "b": {"e2e_p99_ms": null}}}],
+	"recomputation": {"longest_stream_s": 95.30799999999999},
+}
+
+test_success_compliant if {
+	drain_configured.violations == set() with input as _input
+}
+
+test_success_no_autoscaler_no_scale_down_rule if {
+	drain_configured.violations == set() with input as object.union(_input, {"plan": {"autoscaling": null}})
+}
+
+test_fail_grace_period_too_short if {
+	drain_configured.violations == {{
+		"policy": "drain_configured",
+		"rule": "grace_period_too_short",
+		"severity": "high",
+		"message": "termination grace period 30 s is shorter than the pre-stop sleep 10 s plus the in-flight tail 95.308 s (105.308 s)",
+		"details": {
+			"termination_grace_period_s": 30, "pre_stop_sleep_s": 10, "evidence_e2e_p99_s": 88,
+			"longest_stream_s": 95.308, "required_s": 105.308,
+		},
+	}} with input as object.union(_input, {"plan": {"drain": {"termination_grace_period_s": 30}}})
+}
+
+test_fail_grace_period_covers_evidence_tail if {
+	# The evidence tail (120 s) is longer than the planner's longest stream.
+	inp := object.union(_input, {
+		"evidence": [{"ref": "ev@v1", "fresh": true, "age_days": 6, "per_class": {"a": {"e2e_p99_ms": 120000}}}],
+		"plan": {"drain": {"termination_grace_period_s": 125}},
+	})
+	[v.details.required_s | some v in drain_configured.violations] == [130] with input as inp
+}
+
+test_fail_grace_period_missing_without_evidence if {
+	inp := json.remove(object.union(_input, {"evidence": []}), ["plan/drain/termination_grace_period_s"])
+	[[v.rule, v.details.termination_grace_period_s, v.details.evidence_e2e_p99_s] | some v in drain_configured.violations] == [["grace_period_too_short", null, 0]] with input as inp
+}
+
+test_fail_drain_hooks_missing if {
+	inp := object.union(_input, {"plan": {
+		"drain": {"pre_stop": null, "readiness_off_on_drain": false, "disruption_budget": null},
+		"autoscaling": {"scale_down_stabilization_s": 60},
+	}})
+	drain_configured.violations == {
+		{
+			"policy": "drain_configured", "rule": "pre_stop_not_draining", "severity": "high",
+			"message": "no pre-stop hook waits for in-flight requests to finish",
+			"details": {"pre_stop": null},
+		},
+		{
+			"policy": "drain_configured", "rule": "readiness_not_off_on_drain", "severity": "high",
+			"message": "readiness does not turn off when a replica starts draining, so it keeps receiving requests",
+			"details": {"readiness_off_on_drain": false},
+		},
+		{
+			"policy": "drain_configured", "rule": "scale_down_faster_than_drain", "severity": "high",
+			"message": "scale-down stabilisation 60 s is shorter than the termination grace period 300 s",
+			"details": {"scale_down_stabilization_s": 60, "termination_grace_period_s": 300},
+		},
+		{
+			"policy": "drain_configured", "rule": "disruption_budget_missing", "severity": "high",
+			"message": "no pod disruption budget limits voluntary evictions",
+			"details": {"disruption_budget": null},
+		},
+	} with input as inp
+}
+
+test_fail_scale_down_default_window if {
+	# No window declared: the Kubernetes default of 300 s is shorter than a 400 s drain.
+	inp := json.remove(object.union(_input, {"plan": {"drain": {"termination_grace_period_s": 400}}}), ["plan/autoscaling/scale_down_stabilization_s"])
+	[v.details | some v in drain_configured.violations] == [{"scale_down_stabilization_s": 300, "termination_grace_period_s": 400}] with input as inp
+}
+
+test_fail_drain_missing if {
+	drain_configured.violations == {{
+		"policy": "drain_configured", "rule": "drain_missing", "severity": "high",
+		"message": "the plan declares no drain configuration",
+		"details": {"drain": null},
+	}} with input as object.union(_input, {"plan": {"drain": null}})
+}

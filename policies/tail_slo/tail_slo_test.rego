@@ -1,0 +1,155 @@
+package capgate.policies.tail_slo_test
+
+import data.capgate.policies.tail_slo
+
+_slo := {"ttft_p99_ms": 1500, "tpot_p99_ms": 60, "e2e_p99_ms": 75000, "queue_deadline_ms": 2000}
+
+_measured := {"ttft_p99_ms": 1120, "tpot_p99_ms": 47, "e2e_p99_ms": 41200, "queue_p99_ms": 690}
+
+_predicted := {
+	"ttft_p99_ms": 880, "tpot_p99_ms": 36.8, "e2e_p99_ms": 34400, "queue_p99_ms": 480,
+	"shed_rate": 0, "slo_met": true,
+}
+
+_evidence := {
+	"ref": "ev@v1", "fresh": true, "age_days": 6, "offered_rps_per_replica": 9.6,
+	"per_class": {"interactive": _measured},
+}
+
+_input := {
+	"workload": {"classes": {"interactive": {"slo": _slo}}},
+	"evidence": [_evidence],
+	"recomputation": {
+		"peak_rps_per_replica": 5.5,
+		"scenarios": {"peak": {"ready_replicas": 9, "per_class": {"interactive": _predicted}}},
+		"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 1200, "predicted": 1100, "relative_error": 0.09}}},
+	},
+}
+
+_with(patch) := object.union(_input, patch)
+
+test_success_compliant if {
+	tail_slo.violations == set() with input as _input
+}
+
+test_success_evidence_exactly_at_peak if {
+	tail_slo.violations == set() with input as _with({"evidence": [object.union(_evidence, {"offered_rps_per_replica": 5.5})]})
+}
+
+test_success_stale_evidence_over_slo_is_ignored if {
+	stale := object.union(_evidence, {"ref": "old@v1", "fresh": false, "per_class": {"interactive": {"ttft_p99_ms": 9999}}})
+	tail_slo.violations == set() with input as _with({"evidence": [_evidence, stale]})
+}
+
+test_fail_evidence_slo_missed if {
+	ev := object.union(_evidence, {"per_class": {"interactive": {"ttft_p99_ms": 2350}}})
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "evidence_slo_missed",
+		"severity": "high",
+		"message": "evidence ev@v1: class interactive ttft_p99_ms is 2350 ms at 9.6 requests/s per replica, over the SLO of 1500 ms",
+		"details": {
+			"evidence": "ev@v1", "class": "interactive", "metric": "ttft_p99_ms", "measured_ms": 2350,
+			"slo_ms": 1500, "offered_rps_per_replica": 9.6, "peak_rps_per_replica": 5.5,
+		},
+	}} with input as _with({"evidence": [ev]})
+}
+
+test_fail_queue_deadline_missed_in_evidence if {
+	ev := object.union(_evidence, {"per_class": {"interactive": {"queue_p99_ms": 2600}}})
+	{[v.rule, v.details.metric, v.details.slo_ms] | some v in tail_slo.violations} == {["evidence_slo_missed", "queue_p99_ms", 2000]} with input as _with({"evidence": [ev]})
+}
+
+test_fail_no_evidence_at_peak if {
+	ev := object.union(_evidence, {"offered_rps_per_replica": 4})
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "no_evidence_at_peak",
+		"severity": "high",
+		"message": "no fresh load-test evidence at or above the peak of 5.5 requests/s per ready replica (1 fresh evidence)",
+		"details": {"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 4}]},
+	}} with input as _with({"evidence": [ev]})
+}
+
+test_fail_no_evidence_at_all if {
+	{v.rule | some v in tail_slo.violations} == {"no_evidence_at_peak"} with input as object.union(_input, {"evidence": []})
+}
+
+test_fail_class_not_measured_at_peak if {
+	ev := json.remove(_evidence, ["per_class/interactive/e2e_p99_ms"])
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "class_not_measured_at_peak",
+		"severity": "high",
+		"message": "no fresh load test at peak measured e2e_p99_ms of class interactive",
+		"details": {"class": "interactive", "metric": "e2e_p99_ms", "evidence": ["ev@v1"]},
+	}} with input as _with({"evidence": [ev]})
+}
+
+test_fail_slo_undeclared if {
+	inp := json.remove(_input, ["workload/classes/interactive/slo/tpot_p99_ms"])
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "slo_undeclared",
+		"severity": "high",
+		"message": "class interactive declares no tpot_p99_ms SLO",
+		"details": {"class": "interactive", "slo": "tpot_p99_ms"},
+	}} with input as inp
+}
+
+test_fail_recomputation_slo_missed if {
+	patch := {"recomputation": {"scenarios": {"peak": {"per_class": {"interactive": {"tpot_p99_ms": 61.25, "slo_met": false}}}}}}
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "recomputation_slo_missed",
+		"severity": "high",
+		"message": "recomputed peak: class interactive tpot_p99_ms is 61.25 ms, over the SLO of 60 ms",
+		"details": {"class": "interactive", "metric": "tpot_p99_ms", "predicted_ms": 61.25, "slo_ms": 60, "ready_replicas": 9},
+	}} with input as _with(patch)
+}
+
+test_fail_recomputation_flags_miss if {
+	patch := {"recomputation": {"scenarios": {"peak": {"per_class": {"interactive": {"shed_rate": 0.02, "slo_met": false}}}}}}
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "recomputation_flags_miss",
+		"severity": "high",
+		"message": "recomputed peak: the planner marks class interactive as missing its SLO (shed rate 0.02)",
+		"details": {"class": "interactive", "shed_rate": 0.02},
+	}} with input as _with(patch)
+}
+
+test_fail_recomputation_missing_class if {
+	inp := json.remove(_input, ["recomputation/scenarios/peak/per_class/interactive"])
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "recomputation_missing_class",
+		"severity": "high",
+		"message": "the recomputed peak scenario has no prediction for class interactive",
+		"details": {"class": "interactive"},
+	}} with input as inp
+}
+
+test_fail_claims_disagree if {
+	patch := {"recomputation": {"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 600, "predicted": 1100, "relative_error": 0.45454545454545453}}}}}
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "claims_disagree",
+		"severity": "high",
+		"message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2)",
+		"details": {
+			"class": "interactive", "metric": "ttft_p99_ms", "claimed": 600, "predicted": 1100,
+			"relative_error": 0.45454545454545453, "max_relative_error": 0.2,
+		},
+	}} with input as _with(patch)
+}
+
+test_success_claims_at_tolerance if {
+	patch := {"recomputation": {"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 1320, "predicted": 1100, "relative_error": 0.2}}}}}
+	tail_slo.violations == set() with input as _with(patch)
+}
+
+test_fail_claims_tolerance_is_data if {
+	{v.rule | some v in tail_slo.violations} == {"claims_disagree"} with input as _input
+		with data.capgate.thresholds.claims_max_relative_error as 0.05
+}

@@ -1,0 +1,250 @@
+"""`capgate evidence import|list --stale|history` and `workload from-trace`, as a user runs them.
+
+Real processes, on the embedded registry and against a server, on both databases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from registry.records.documents import validate_record
+from registry.records.kinds import RecordKind
+from tests.cli.test_cli import capgate, running_server
+from tests.factories import example_path
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+MULTI = (
+    FIX / "load-tests" / "guidellm" / "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
+)
+VLLM = FIX / "load-tests" / "vllm-bench" / "llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas.json"
+GENAI = (
+    FIX / "load-tests" / "genai-perf" / "triton-inference-server__perf_analyzer__issue298-"
+    "streaming-profile_export_genai_perf.json"
+)
+AZURE = FIX / "traces" / "Azure__AzurePublicDataset__AzureLLMInferenceTrace_code_2023.csv"
+EVIDENCE = "chat-assistant-h100-mixed-2026-11"
+AGAINST = (
+    "--workload",
+    "chat-assistant",
+    "--provider",
+    "llama31-8b-h100-vllm",
+    "--class",
+    "interactive",
+)
+SLO = ("--ttft-p99-ms", "2000", "--tpot-p99-ms", "100", "--e2e-p99-ms", "60000")
+SLO_ALL = (*SLO, "--queue-deadline-ms", "5000")
+
+
+@pytest.fixture(params=["local", "server"])
+def env(request: pytest.FixtureRequest, database_url: str) -> Iterator[dict[str, str]]:
+    """The worked example registered, then the same commands locally and via a server."""
+    local = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    local.update(CAPGATE_DATABASE_URL=database_url, CAPGATE_PRINCIPAL="alice")
+    for kind in ("workload", "provider", "plan", "evidence"):
+        result = capgate(kind, "submit", str(example_path(kind)), env=local)
+        assert result.returncode == 0, result.stderr
+    if request.param == "local":
+        yield local
+        return
+    with running_server(database_url) as remote:
+        yield remote
+
+
+def evidence_names(env: dict[str, str]) -> list[str]:
+    listed = capgate("evidence", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    return [item["name"] for item in json.loads(listed.stdout)["items"]]
+
+
+def test_import_real_files_stages_and_reimport(env: dict[str, str]) -> None:
+    first = capgate("evidence", "import", str(MULTI), str(VLLM), *AGAINST, env=env)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver-stage-0@v1",
+        "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver-stage-1@v1",
+        "llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas@v1",
+    ]
+    assert all(line.endswith("(created)") for line in lines)
+
+    again = capgate("evidence", "import", str(MULTI), str(VLLM), *AGAINST, "--json", env=env)
+    assert again.returncode == 0, again.stderr
+    body = json.loads(again.stdout)
+    assert [r["created"] for r in body] == [False, False, False]
+    assert [r["record"]["ref"] for r in body] == [line.split()[0] for line in lines]
+    stage = body[1]["record"]["content"]
+    assert stage["labels"] == {
+        "series": "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver",
+        "stage": "1",
+    }
+    assert stage["tool"]["name"] == "guidellm"
+    assert stage["raw_file"]["file_name"] == MULTI.name
+    assert stage["raw_file"]["sha256"].startswith("sha256:")
+    assert len(evidence_names(env)) == 4
+
+
+def test_broken_file_exits_2_with_one_line_and_leaves_nothing(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"benchmarks": [')
+    result = capgate("evidence", "import", str(VLLM), str(broken), *AGAINST, env=env)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"capgate: error: {broken}: (file): not JSON")
+
+    unknown = tmp_path / "results.json"
+    unknown.write_text('{"hello": "world"}')
+    result = capgate("evidence", "import", str(unknown), *AGAINST, env=env)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"capgate: error: {unknown}: (top level): expected one of: ")
+    assert evidence_names(env) == [EVIDENCE]
+
+
+def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
+    assert capgate("evidence", "list", "--stale", env=env).stdout == "no stale evidence\n"
+    # The vLLM fixture was measured in 2025: past the 90-day maximum.
+    imported = capgate("evidence", "import", str(VLLM), *AGAINST, env=env)
+    assert imported.returncode == 0, imported.stderr
+    aged = json.loads(capgate("evidence", "list", "--stale", "--json", env=env).stdout)
+    (item,) = aged["items"]
+    assert item["ref"] == "llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas@v1"
+    assert item["expired"] is True
+    assert item["reasons"][0].endswith("past the maximum age of 90 days")
+
+    # A material workload change: p99 prompt of the interactive class +30%.
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(example_path("workload").read_text().replace("p99: 6100", "p99: 7930", 1))
+    assert capgate("workload", "submit", str(workload), env=env).returncode == 0
+    table = capgate("evidence", "list", "--stale", env=env)
+    assert table.returncode == 0, table.stderr
+    rows = table.stdout.splitlines()
+    assert rows[0].split() == ["REF", "MEASURED", "AGE", "REASON"]
+    assert rows[1].startswith(f"{EVIDENCE}@v1")
+    assert (
+        "workload chat-assistant@v1 -> chat-assistant@v2: classes.interactive.prompt_tokens.p99: "
+        "6100.0 -> 7930.0, moved 30% (threshold 0.1)" in rows[1]
+    )
+    assert "(+1 more)" in rows[2]  # the aged import: changed and too old
+
+    history = capgate("evidence", "history", EVIDENCE, env=env)
+    assert history.returncode == 0, history.stderr
+    lines = history.stdout.splitlines()
+    assert lines[0] == f"{EVIDENCE}@v1  STALE"
+    assert lines[2].endswith("workload chat-assistant@v1 -> chat-assistant@v2")
+    assert lines[3].strip() == (
+        "classes.interactive.prompt_tokens.p99: 6100.0 -> 7930.0, moved 30% (threshold 0.1)"
+    )
+    missing = capgate("evidence", "history", "nothing-here", env=env)
+    assert (missing.returncode, missing.stderr.splitlines()[0]) == (
+        2,
+        "capgate: error: no evidence record nothing-here"
+        + (" (HTTP 404 from " + env["CAPGATE_SERVER"] + ")" if "CAPGATE_SERVER" in env else ""),
+    )
+
+
+def test_from_trace_azure_validates_and_submits(env: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "azure.yaml"
+    written = capgate(
+        "workload", "from-trace", str(AZURE), "--name", "azure-code", *SLO_ALL,
+        "--window", "60s", "--trace-ref", "azure-code-2023", "--output", str(out), env=env,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == f"wrote {out}: 8819 requests (azure trace), classes default\n"
+    document = yaml.safe_load(out.read_text())
+    profile = validate_record(RecordKind.workload, document)
+    assert profile.model_dump()["measurement"]["requests"] == 8819
+    assert document["classes"][0]["prompt_tokens"]["samples"] == 8819
+    assert document["classes"][0]["slo"]["queue_deadline_ms"] == 5000
+
+    submitted = capgate("workload", "submit", str(out), env=env)
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.startswith("azure-code@v1 ")
+    # Fitting is deterministic: --submit of the same fit is the same version.
+    again = capgate(
+        "workload", "from-trace", str(AZURE), "--name", "azure-code", *SLO_ALL,
+        "--trace-ref", "azure-code-2023", "--submit", "--json", env=env,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    body = json.loads(again.stdout)
+    assert (body["created"], body["record"]["ref"]) == (False, "azure-code@v1")
+
+
+def test_from_trace_to_stdout_with_slo_file(local_env: dict[str, str], tmp_path: Path) -> None:
+    slo = tmp_path / "slo.yaml"
+    slo.write_text(
+        "ttft_p99_ms: 1500\ntpot_p99_ms: 60\ne2e_p99_ms: 75000\nqueue_deadline_ms: 2000\n"
+    )
+    result = capgate(
+        "workload", "from-trace", str(AZURE), "--name", "azure-code", "--slo-file", str(slo),
+        "--window", "5m", env=local_env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    document = yaml.safe_load(result.stdout)
+    validate_record(RecordKind.workload, document)
+    assert document["classes"][0]["arrival"]["peak_window_s"] == 300.0
+    assert document["classes"][0]["slo"]["ttft_p99_ms"] == 1500
+
+
+@pytest.fixture
+def local_env(database_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    env.update(CAPGATE_DATABASE_URL=database_url, CAPGATE_PRINCIPAL="alice")
+    return env
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("workload", "from-trace", str(AZURE), "--name", "x", *SLO),
+            "capgate: error: slo: SLOs cannot be measured from a trace: pass --slo-file, "
+            "or --queue-deadline-ms",
+        ),
+        (
+            ("workload", "from-trace", "/no/such/trace.csv", "--name", "x", *SLO_ALL),
+            "capgate: error: /no/such/trace.csv: file not found",
+        ),
+        (
+            ("workload", "from-trace", str(AZURE), "--name", "x", *SLO_ALL, "--window", "soon"),
+            "capgate: error: --window: 'soon' is not a positive duration such as 60s, 5m or 1h",
+        ),
+        (
+            ("workload", "from-trace", str(AZURE), "--name", "x", *SLO_ALL, "--class-by", "tier"),
+            f"capgate: error: {AZURE}: class_by: column 'tier' not found",
+        ),
+        (
+            ("evidence", "import", "/no/such/result.json", *AGAINST),
+            "capgate: error: /no/such/result.json: file not found",
+        ),
+        (
+            ("evidence", "import", str(VLLM), *AGAINST, "--tool", "locust"),
+            "capgate: error: --tool: unknown tool 'locust'; expected one of auto, vllm-bench, "
+            "guidellm, inference-perf, genai-perf, aiperf (or vllm)",
+        ),
+        (
+            ("evidence", "import", str(GENAI), *AGAINST),
+            f"capgate: error: {GENAI}: measured_at: the file states no time of measurement; "
+            "pass measured_at",
+        ),
+        (
+            ("evidence", "import", str(VLLM), *AGAINST, "--measured-at", "2026-11-20"),
+            "capgate: error: --measured-at: needs a time zone, e.g. 2026-11-24T14:05:00Z",
+        ),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    local_env: dict[str, str], args: tuple[str, ...], message: str
+) -> None:
+    result = capgate(*args, env=local_env)
+    assert result.returncode == 2
+    assert result.stderr == message + "\n"
+    assert result.stdout == ""

@@ -1,0 +1,235 @@
+"""The gate end to end on registered records: decisions, waivers, staleness, fail-closed."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from registry.errors import NotFound
+from registry.gate.service import check, get_decision, list_decisions
+from registry.gate.views import Outcome
+from registry.policy.embedded import EmbeddedEngine
+from registry.policy.engine import PolicyError
+from registry.records import service
+from registry.records.documents import validate_record
+from registry.records.kinds import RecordKind
+from registry.staleness.rules import StalenessThresholds
+from registry.storage.database import Database
+from tests.factories import example
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+LIMITS = StalenessThresholds()
+
+
+def submit(database: Database, kind: str, document: dict[str, Any]) -> str:
+    record_kind = RecordKind(kind)
+    record = validate_record(record_kind, document)
+    result = database.write(
+        lambda ctx: service.submit(ctx, kind=record_kind, record=record), principal="alice"
+    )
+    return result.record.ref
+
+
+@pytest.fixture(scope="module")
+def engine() -> EmbeddedEngine:
+    return EmbeddedEngine()
+
+
+@pytest.fixture
+def registered(database: Database) -> Database:
+    for kind in ("workload", "provider", "plan", "evidence"):
+        submit(database, kind, example(kind))
+    return database
+
+
+def gate(database: Database, engine: Any, plan: str = "chat-assistant-prod", now: datetime = NOW):
+    return check(database, engine, plan_ref=plan, principal="release-bot", limits=LIMITS, now=now)
+
+
+def test_worked_example_is_allowed_and_recorded(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    decision = gate(registered, engine)
+    assert decision.outcome is Outcome.allow, decision.violations
+    assert decision.violations == [] and decision.error is None
+    assert decision.engine == "embedded" and decision.bundle_revision == engine.revision
+    assert decision.inputs["plan"]["ref"] == "chat-assistant-prod@v1"
+    assert decision.inputs["evidence"] == [
+        {
+            "ref": "chat-assistant-h100-mixed-2026-11@v1",
+            "digest": decision.inputs["evidence"][0]["digest"],
+            "fresh": True,
+        }
+    ]
+    with registered.reading() as session:
+        stored = get_decision(session, decision.id, current_revision=engine.revision)
+        page = list_decisions(session, plan="chat-assistant-prod")
+    assert stored == decision
+    assert [d.id for d in page.items] == [decision.id]
+
+
+def short_grace_plan() -> dict[str, Any]:
+    plan = example("plan")
+    plan["drain"]["termination_grace_period_s"] = 30
+    plan["drain"]["pre_stop"]["timeout_s"] = 20
+    return plan
+
+
+def test_short_grace_period_is_denied_by_drain_policy(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    submit(registered, "plan", short_grace_plan())
+    decision = gate(registered, engine)
+    assert decision.outcome is Outcome.deny
+    assert {v["policy"] for v in decision.violations} == {"drain_configured"}
+    assert any("30" in str(v["message"]) for v in decision.violations)
+
+
+def waiver(expires: datetime) -> dict[str, Any]:
+    return {
+        "name": "drain-grace-exception",
+        "policy": "drain_configured",
+        "plan": "chat-assistant-prod",
+        "owner": "sre-lead@example.com",
+        "reason": "streams are capped at 25 s by the gateway until the drain hook ships",
+        "expires_at": expires.isoformat(),
+    }
+
+
+def test_waiver_turns_deny_into_allow_and_stays_visible(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    submit(registered, "plan", short_grace_plan())
+    submit(registered, "waiver", waiver(NOW + timedelta(days=10)))
+    decision = gate(registered, engine)
+    assert decision.outcome is Outcome.allow
+    assert decision.violations == []
+    assert {v["policy"] for v in decision.waived} == {"drain_configured"}
+    assert decision.waivers_used == ["drain-grace-exception@v1"]
+    assert any("expires in 10 days" in w for w in decision.warnings)
+
+
+def test_expired_waiver_does_not_apply(registered: Database, engine: EmbeddedEngine) -> None:
+    submit(registered, "plan", short_grace_plan())
+    submit(registered, "waiver", waiver(NOW - timedelta(days=1)))
+    decision = gate(registered, engine)
+    assert decision.outcome is Outcome.deny
+    assert decision.waived == []
+    assert any("expired" in w and "not applied" in w for w in decision.warnings)
+
+
+def test_workload_change_stales_evidence_until_new_evidence(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    # The workload's interactive p99 prompt grows 30 %; the plan moves to the new version.
+    workload = example("workload")
+    prompts = workload["classes"][0]["prompt_tokens"]
+    prompts["quantiles"]["p99"] = round(prompts["quantiles"]["p99"] * 1.3)
+    assert submit(registered, "workload", workload) == "chat-assistant@v2"
+    plan = example("plan", workload="chat-assistant@v2")
+    assert submit(registered, "plan", plan) == "chat-assistant-prod@v2"
+
+    denied = gate(registered, engine)
+    assert denied.outcome is Outcome.deny
+    fresh = [v for v in denied.violations if v["policy"] == "evidence_fresh"]
+    assert fresh, denied.violations
+    assert "classes.interactive.prompt_tokens.p99" in str(fresh[0])
+    assert "6100" in str(fresh[0]) and "7930" in str(fresh[0])
+
+    # New evidence measured against the new versions brings the plan back to allow.
+    evidence = example("evidence")
+    evidence["measured_against"] = {
+        "workload": "chat-assistant@v2",
+        "provider": "llama31-8b-h100-vllm@v1",
+        "plan": "chat-assistant-prod@v2",
+    }
+    evidence["measured_at"] = "2026-11-29T10:00:00Z"
+    evidence["raw_file"]["sha256"] = "sha256:" + "ab" * 32
+    submit(registered, "evidence", evidence)
+    allowed = gate(registered, engine)
+    assert allowed.outcome is Outcome.allow, allowed.violations
+    # The earlier decision keeps what it was.
+    with registered.reading() as session:
+        again = get_decision(session, denied.id, current_revision=None)
+    assert again.outcome is Outcome.deny
+
+
+def test_old_evidence_expires(registered: Database, engine: EmbeddedEngine) -> None:
+    decision = gate(registered, engine, now=NOW + timedelta(days=120))
+    assert decision.outcome is Outcome.deny
+    policies = {v["policy"] for v in decision.violations}
+    assert "evidence_fresh" in policies
+    assert any("past the maximum age of 90 days" in w for w in decision.warnings)
+
+
+class BrokenEngine:
+    name = "broken"
+    revision = "sha256:" + "0" * 64
+
+    def decide(self, input_document: dict[str, Any]) -> Any:
+        raise PolicyError("policy evaluation failed: builtin error")
+
+
+def test_engine_failure_is_an_error_decision_never_allow(registered: Database) -> None:
+    decision = gate(registered, BrokenEngine())
+    assert decision.outcome is Outcome.error
+    assert decision.outcome.exit_code == 2
+    assert decision.error == "policy evaluation failed: builtin error"
+    with registered.reading() as session:
+        stored = list_decisions(session, outcome=Outcome.error)
+    assert [d.id for d in stored.items] == [decision.id]
+
+
+class AllowingWithViolations:
+    name = "inconsistent"
+    revision = "sha256:" + "1" * 64
+
+    def decide(self, input_document: dict[str, Any]) -> Any:
+        class Decision:
+            allow = True
+            violations = [
+                {"policy": "x", "rule": "y", "severity": "high", "message": "m", "details": {}}
+            ]
+
+        return Decision()
+
+
+def test_inconsistent_engine_answer_is_an_error(registered: Database) -> None:
+    decision = gate(registered, AllowingWithViolations())
+    assert decision.outcome is Outcome.error
+
+
+def test_unknown_plan_is_not_found(registered: Database, engine: EmbeddedEngine) -> None:
+    with pytest.raises(NotFound):
+        gate(registered, engine, plan="no-such-plan")
+
+
+def test_unreadable_evidence_fails_closed(registered: Database, engine: EmbeddedEngine) -> None:
+    from sqlalchemy import update
+
+    from registry.errors import CapgateError
+    from registry.storage.models import RecordRow
+
+    with registered.engine.begin() as connection:
+        connection.execute(
+            update(RecordRow).where(RecordRow.kind == "evidence").values(content="{broken")
+        )
+    with pytest.raises(CapgateError, match="cannot be read"):
+        gate(registered, engine)
+
+
+def test_decisions_filter_and_paginate(registered: Database, engine: EmbeddedEngine) -> None:
+    first = gate(registered, engine)
+    submit(registered, "plan", short_grace_plan())
+    second = gate(registered, engine)
+    with registered.reading() as session:
+        denies = list_decisions(session, outcome=Outcome.deny)
+        newest = list_decisions(session, limit=1)
+        by_bot = list_decisions(session, principal="release-bot")
+    assert [d.id for d in denies.items] == [second.id]
+    assert newest.total == 2 and len(newest.items) == 1
+    assert {d.id for d in by_bot.items} == {first.id, second.id}
+    assert copy.deepcopy(first.inputs)["plan"]["ref"] == "chat-assistant-prod@v1"
