@@ -72,10 +72,4 @@ def size_draft(
             now=now,
             limits=limits,
         )
-    return recompute(
-        context.plan,
-        context.workload,
-        context.provider,
-        evidence=context.fresh_evidence,
-        seed=seed,
-    )
+    return recompute_cached(context, calibration_key(context), seed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -190,7 +190,7 @@ class AllowingWithViolations:
     def decide(self, input_document: dict[str, Any]) -> Any:
         class Decision:
             allow = True
-            violations = [
+            violations: ClassVar[list[dict[str, Any]]] = [
                 {"policy": "x", "rule": "y", "severity": "high", "message": "m", "details": {}}
             ]
 
