@@ -16,6 +16,7 @@ from registry.records.kinds import RecordKind
 from registry.records.plan import CapacityPlan
 from registry.records.references import pinned
 from registry.records.views import RecordView
+from registry.sizing.service import calibration_key, recompute_cached
 from registry.staleness.freshness import Versioned
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
