@@ -207,6 +207,23 @@ violations contains v if {
 }
 
 # METADATA
+# title: Some replica count meets the SLOs
+# description: >-
+#   The planner's sizing search found a number of ready replicas that meets every
+#   class's p99 SLOs at peak; null means none did within its search bounds.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives"
+violations contains v if {
+	input.recomputation.min_ready_replicas_at_peak == null
+	v := result.violation(
+		_policy, "no_sizing_meets_slo", "high",
+		"the recomputation found no number of ready replicas that meets every class's p99 SLOs at peak",
+		{"min_ready_replicas_at_peak": null},
+	)
+}
+
+# METADATA
 # title: Claims agree with the recomputation
 # description: >-
 #   Each latency the plan claims is within claims_max_relative_error of the planner's

@@ -153,3 +153,18 @@ test_fail_claims_tolerance_is_data if {
 	{v.rule | some v in tail_slo.violations} == {"claims_disagree"} with input as _input
 		with data.capgate.thresholds.claims_max_relative_error as 0.05
 }
+
+test_fail_no_sizing_meets_slo if {
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "no_sizing_meets_slo",
+		"severity": "high",
+		"message": "the recomputation found no number of ready replicas that meets every class's p99 SLOs at peak",
+		"details": {"min_ready_replicas_at_peak": null},
+	}} with input as _with({"recomputation": {"min_ready_replicas_at_peak": null}})
+}
+
+test_fail_null_prediction_is_a_miss if {
+	patch := {"recomputation": {"scenarios": {"peak": {"per_class": {"interactive": {"ttft_p99_ms": null, "tpot_p99_ms": null, "e2e_p99_ms": null, "queue_p99_ms": null, "shed_rate": 1, "slo_met": false}}}}}}
+	{v.rule | some v in tail_slo.violations} == {"recomputation_flags_miss"} with input as _with(patch)
+}

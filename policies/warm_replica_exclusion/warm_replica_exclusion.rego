@@ -23,7 +23,12 @@ _warmup := input.plan.warmup
 
 _declared if is_object(_warmup)
 
-_min_ready := input.recomputation.min_ready_replicas_at_peak
+# Null when no replica count meets the SLOs: tail_slo reports that, and the floors
+# below, which cannot be computed without it, stay silent rather than erroring.
+_min_ready := m if {
+	m := input.recomputation.min_ready_replicas_at_peak
+	is_number(m)
+}
 
 _declared_reserve := r if {
 	r := input.plan.reserve.reserve_replicas

@@ -93,3 +93,8 @@ test_fail_warmup_missing if {
 		"details": {"warmup": null},
 	}} with input as object.union(_input, {"plan": {"warmup": null}})
 }
+
+# Without a sizing the floors cannot be computed: tail_slo reports it, this stays silent.
+test_success_no_sizing_leaves_floors_to_tail_slo if {
+	warm_replica_exclusion.violations == set() with input as object.union(_input, {"recomputation": {"min_ready_replicas_at_peak": null}})
+}

@@ -1,0 +1,161 @@
+"""`capgate gate` and `capgate plan size` as a release pipeline runs them: exit codes decide."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+import yaml
+
+from tests.factories import example, example_path
+from tests.support.opa_server import free_port, running_opa
+
+CAPGATE = [sys.executable, "-m", "cli.main"]
+
+
+def capgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CAPGATE, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A migrated local registry holding the worked example, its evidence dated last week."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    base.update(
+        CAPGATE_DATABASE_URL=f"sqlite:///{tmp_path / 'registry.db'}", CAPGATE_PRINCIPAL="ci"
+    )
+    assert capgate("db", "upgrade", env=base).returncode == 0
+    evidence = example("evidence")
+    # The example's load test is illustrative: date it within the 90-day freshness limit.
+    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=6)).isoformat()
+    dated = tmp_path / "evidence.yaml"
+    dated.write_text(yaml.safe_dump(evidence))
+    for kind, path in (
+        ("workload", example_path("workload")),
+        ("provider", example_path("provider")),
+        ("plan", example_path("plan")),
+        ("evidence", dated),
+    ):
+        result = capgate(kind, "submit", str(path), env=base)
+        assert result.returncode == 0, result.stderr
+    return base
+
+
+def short_grace(tmp_path: Path) -> Path:
+    plan = example("plan")
+    plan["drain"]["termination_grace_period_s"] = 30
+    plan["drain"]["pre_stop"]["timeout_s"] = 20
+    path = tmp_path / "plan-short-grace.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    return path
+
+
+def test_allow_exits_0_with_one_line_verdict(env: dict[str, str]) -> None:
+    result = capgate("gate", "check", "chat-assistant-prod", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("ALLOW chat-assistant-prod@v1 (decision ")
+
+
+def test_deny_exits_1_and_names_the_policy(env: dict[str, str], tmp_path: Path) -> None:
+    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    result = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
+    assert result.returncode == 1
+    decision = json.loads(result.stdout)
+    assert decision["outcome"] == "deny"
+    assert {v["policy"] for v in decision["violations"]} == {"drain_configured"}
+    assert result.stderr.startswith("DENY chat-assistant-prod@v2: ")
+    shown = capgate("gate", "show", decision["id"], "--json", env=env)
+    assert json.loads(shown.stdout)["id"] == decision["id"]
+
+
+def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path) -> None:
+    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    report = tmp_path / "gate.xml"
+    result = capgate(
+        "gate",
+        "check",
+        "chat-assistant-prod",
+        "--format",
+        "junit",
+        "--output",
+        str(report),
+        env=env,
+    )
+    assert result.returncode == 1
+    suite = ET.parse(report).getroot()
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert len(cases) == 10
+    assert cases["drain_configured"].find("failure") is not None
+    assert all(
+        case.find("failure") is None for name, case in cases.items() if name != "drain_configured"
+    )
+
+
+def test_opa_engine_gives_the_same_exit_code(env: dict[str, str], opa_url: str) -> None:
+    opa_env = dict(env, CAPGATE_POLICY_ENGINE="opa", CAPGATE_OPA_URL=opa_url)
+    result = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=opa_env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["engine"] == "opa"
+
+
+def test_fail_wrong_opa_url_exits_2_never_0(env: dict[str, str]) -> None:
+    opa_env = dict(
+        env, CAPGATE_POLICY_ENGINE="opa", CAPGATE_OPA_URL=f"http://127.0.0.1:{free_port()}"
+    )
+    result = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=opa_env)
+    assert result.returncode == 2
+    decision = json.loads(result.stdout)
+    assert decision["outcome"] == "error"
+    assert decision["violations"] == []
+
+
+def test_fail_killed_opa_server_exits_2(env: dict[str, str], opa_binary: Path) -> None:
+    with running_opa(opa_binary) as url:
+        opa_env = dict(env, CAPGATE_POLICY_ENGINE="opa", CAPGATE_OPA_URL=url)
+        assert capgate("gate", "check", "chat-assistant-prod", env=opa_env).returncode == 0
+    # The server is gone now: the same check must not allow.
+    result = capgate("gate", "check", "chat-assistant-prod", env=opa_env)
+    assert result.returncode == 2
+    assert result.stdout.startswith("ERROR chat-assistant-prod@v1: ")
+
+
+def test_fail_unknown_plan_exits_2(env: dict[str, str]) -> None:
+    result = capgate("gate", "check", "no-such-plan", env=env)
+    assert (result.returncode, result.stderr) == (
+        2,
+        "capgate: error: no plan record no-such-plan\n",
+    )
+
+
+def test_plan_size_of_registered_plan_and_of_a_file(env: dict[str, str], tmp_path: Path) -> None:
+    chart = tmp_path / "chart.png"
+    registered = capgate(
+        "plan", "size", "chat-assistant-prod", "--json", "--chart", str(chart), env=env
+    )
+    assert registered.returncode == 0, registered.stderr
+    result = json.loads(registered.stdout)
+    assert set(result["scenarios"]) == {"peak", "one_worker_lost", "largest_zone_lost"}
+    assert result["slo_met"] is True
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    draft = capgate("plan", "size", str(short_grace(tmp_path)), env=env)
+    assert draft.returncode == 0, draft.stderr
+    assert "scenario largest_zone_lost" in draft.stdout
+
+
+def test_decision_list_is_the_audit_trail(env: dict[str, str]) -> None:
+    first = json.loads(
+        capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env).stdout
+    )
+    listed = json.loads(
+        capgate("gate", "list", "--plan", "chat-assistant-prod", "--json", env=env).stdout
+    )
+    assert [d["id"] for d in listed["items"]] == [first["id"]]
+    assert listed["items"][0]["principal"] == "ci"
