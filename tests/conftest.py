@@ -51,7 +51,10 @@ def migrated_postgres_url(postgres_url: str) -> str:
 def _empty_tables(database: Database) -> None:
     with database.engine.begin() as connection:
         connection.execute(
-            text("TRUNCATE staleness, decisions, recomputations, record_refs, records, audit_events RESTART IDENTITY CASCADE")
+            text(
+                "TRUNCATE staleness, decisions, recomputations, record_refs, records, "
+                "audit_events RESTART IDENTITY CASCADE"
+            )
         )
 
 

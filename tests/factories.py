@@ -23,5 +23,6 @@ def example(kind: RecordKind | str, **changes: Any) -> dict[str, Any]:
 def example_path(kind: RecordKind | str) -> Path:
     return EXAMPLE_DIR / f"{RecordKind(kind).value}.yaml"
 
+
 # The kinds the worked example has a file for (waivers are exceptions it does not need).
 EXAMPLE_KINDS = [RecordKind.workload, RecordKind.provider, RecordKind.plan, RecordKind.evidence]

@@ -39,15 +39,18 @@ def main() -> None:
         subprocess.run([CAPGATE, "db", "upgrade"], env=env, check=True, capture_output=True)
         for kind in ("workload", "provider", "plan"):
             path = ROOT / "examples" / "chat-assistant" / f"{kind}.yaml"
-            subprocess.run([CAPGATE, kind, "submit", str(path)], env=env, check=True,
-                           capture_output=True)
+            subprocess.run(
+                [CAPGATE, kind, "submit", str(path)], env=env, check=True, capture_output=True
+            )
         print("| command | runs | median s | p90 s | min s |")
         print("|---|---|---|---|---|")
         for command in (["--help"], ["plan", "show", "chat-assistant-prod"]):
             samples = sorted(timed(command, env, args.runs))
-            print(f"| capgate {' '.join(command)} | {len(samples)} | "
-                  f"{statistics.median(samples):.3f} | {samples[int(0.9 * (len(samples) - 1))]:.3f} "
-                  f"| {samples[0]:.3f} |")
+            print(
+                f"| capgate {' '.join(command)} | {len(samples)} | "
+                f"{statistics.median(samples):.3f} | {samples[int(0.9 * (len(samples) - 1))]:.3f} "
+                f"| {samples[0]:.3f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -70,8 +70,20 @@ def api_server(database_url: str, workers: int) -> Iterator[str]:
     port = free_port()
     env = dict(os.environ, CAPGATE_DATABASE_URL=database_url)
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "registry.api.server:app", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning", "--workers", str(workers)],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "registry.api.server:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(workers),
+        ],
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
@@ -103,8 +115,9 @@ def run(base: str, requests: int, clients: int) -> dict[str, float]:
                 # Half the submissions extend one shared series (version races between
                 # clients), half start new series.
                 name = "bench-shared" if i % 2 else f"bench-{index}-{i}"
-                document: dict[str, Any] = dict(template, name=name,
-                                                description=f"client {index} rev {i}")
+                document: dict[str, Any] = dict(
+                    template, name=name, description=f"client {index} rev {i}"
+                )
                 start = time.perf_counter()
                 response = http.post("/v1/workloads", json=document)
                 latencies.append(time.perf_counter() - start)
@@ -140,8 +153,10 @@ def main() -> None:
     for label, database in backends:
         with database as url, api_server(url, args.workers) as base:
             result = run(base, args.requests, args.clients)
-        print(f"| {label} | {args.workers} | {args.clients} | {result['submissions']:.0f} | "
-              f"{result['per_second']:.0f} | {result['p50_ms']:.1f} | {result['p99_ms']:.1f} |")
+        print(
+            f"| {label} | {args.workers} | {args.clients} | {result['submissions']:.0f} | "
+            f"{result['per_second']:.0f} | {result['p50_ms']:.1f} | {result['p99_ms']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -60,9 +60,7 @@ def assess(
             continue
         found = material_changes(measured.model, current.model, limits)
         changes.extend(found)
-        reasons.extend(
-            f"{measured.ref} -> {current.ref}: {change.describe()}" for change in found
-        )
+        reasons.extend(f"{measured.ref} -> {current.ref}: {change.describe()}" for change in found)
     if replaced_by is not None:
         reasons.append(f"replaced by {replaced_by}")
     age_days = (now - evidence.measured_at).total_seconds() / SECONDS_PER_DAY
