@@ -253,6 +253,16 @@ def local_env(tmp_path: Path) -> dict[str, str]:
             "capgate: error: --measured-at: needs a time zone, e.g. 2026-11-24T14:05:00Z",
         ),
     ],
+    ids=[
+        "from-trace no SLO",
+        "from-trace missing file",
+        "from-trace bad window",
+        "from-trace unknown class column",
+        "import missing file",
+        "import unknown tool",
+        "import file without a time",
+        "import time without a zone",
+    ],
 )
 def test_bad_input_exits_2_with_one_line(
     local_env: dict[str, str], args: tuple[str, ...], message: str

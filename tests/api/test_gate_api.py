@@ -1,0 +1,117 @@
+"""Gate checks, decisions and recomputations through the REST API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from registry.api.app import create_app
+from registry.settings import Settings
+from registry.storage.database import Database
+from tests.factories import example
+from tests.support.opa_server import free_port
+
+
+def settings(engine: str = "embedded", opa_url: str | None = None) -> Settings:
+    return Settings(
+        database_url="unused",
+        server=None,
+        principal="unused",
+        policy_engine=engine,
+        opa_url=opa_url,
+    )
+
+
+def register(client: TestClient) -> None:
+    evidence = example("evidence")
+    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=6)).isoformat()
+    for collection, document in (
+        ("workloads", example("workload")),
+        ("providers", example("provider")),
+        ("plans", example("plan")),
+        ("evidence", evidence),
+    ):
+        response = client.post(f"/v1/{collection}", json=document)
+        assert response.status_code == 201, response.text
+
+
+@pytest.fixture
+def client(database: Database) -> Iterator[TestClient]:
+    app = create_app(database, settings())
+    with TestClient(app, headers={"X-Capgate-Principal": "release-pipeline"}) as c:
+        register(c)
+        yield c
+
+
+def test_gate_check_then_audit_queries(client: TestClient) -> None:
+    response = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
+    assert response.status_code == 200
+    decision = response.json()
+    assert decision["outcome"] == "allow"
+    assert decision["principal"] == "release-pipeline"
+    assert decision["inputs"]["workload"]["ref"] == "chat-assistant@v1"
+    fetched = client.get(f"/v1/decisions/{decision['id']}").json()
+    assert fetched["id"] == decision["id"] and fetched["needs_recheck"] is False
+    listed = client.get(
+        "/v1/decisions", params={"plan": "chat-assistant-prod", "outcome": "allow"}
+    ).json()
+    assert [d["id"] for d in listed["items"]] == [decision["id"]]
+    assert client.get("/v1/decisions", params={"outcome": "deny"}).json()["total"] == 0
+
+
+def test_recomputation_is_stored_and_reused(client: TestClient) -> None:
+    first = client.post("/v1/plans/chat-assistant-prod/recomputations")
+    assert first.status_code == 200
+    body = first.json()
+    assert body["plan"] == "chat-assistant-prod@v1"
+    assert set(body["result"]["scenarios"]) == {"peak", "one_worker_lost", "largest_zone_lost"}
+    again = client.post("/v1/plans/chat-assistant-prod@v1/recomputations").json()
+    assert again["digest"] == body["digest"] and again["created_at"] == body["created_at"]
+
+
+def test_draft_sizing_stores_nothing(client: TestClient) -> None:
+    draft = example("plan", name="chat-assistant-draft")
+    draft["replicas_per_zone"] = {"us-east1-b": 1, "us-east1-c": 1, "us-east1-d": 1}
+    response = client.post("/v1/sizing", json=draft)
+    assert response.status_code == 200
+    assert response.json()["sizing"]["plan_total_replicas"] == 3
+    assert client.get("/v1/plans/chat-assistant-draft").status_code == 404
+
+
+def test_fail_draft_with_unknown_zone_is_422(client: TestClient) -> None:
+    draft = example("plan")
+    draft["replicas_per_zone"] = {"eu-west4-a": 3}
+    response = client.post("/v1/sizing", json=draft)
+    assert response.status_code == 422
+    assert response.json()["problems"][0]["loc"] == "replicas_per_zone.eu-west4-a"
+
+
+def test_fail_unknown_plan_is_404(client: TestClient) -> None:
+    response = client.post("/v1/gate/checks", json={"plan": "missing-plan"})
+    assert response.status_code == 404
+
+
+def test_fail_bad_decision_id_is_422_and_unknown_404(client: TestClient) -> None:
+    assert client.get("/v1/decisions/not-a-uuid").status_code == 422
+    assert client.get("/v1/decisions/00000000-0000-4000-8000-000000000000").status_code == 404
+
+
+def test_fail_unreachable_opa_is_an_error_decision(database: Database) -> None:
+    app = create_app(database, settings("opa", f"http://127.0.0.1:{free_port()}"))
+    with TestClient(app) as client:
+        register(client)
+        decision = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).json()
+    assert decision["outcome"] == "error"
+    assert decision["error"].startswith("opa engine at http://127.0.0.1:")
+    assert "Connection refused" in decision["error"]
+    assert decision["violations"] == []
+
+
+def test_recheck_endpoint(client: TestClient) -> None:
+    client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
+    report = client.post("/v1/gate/rechecks").json()
+    assert report["rechecked"] == []
+    assert report["up_to_date"] == ["chat-assistant-prod@v1"]
