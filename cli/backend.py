@@ -7,6 +7,7 @@ need them: the CLI must start fast.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from registry.records.kinds import RecordKind
     from registry.records.views import Page, RecordView, SeriesView, SubmitResult
     from registry.sizing.service import RecomputationView
+    from registry.storage.database import Database
 
 
 class Backend(Protocol):
@@ -52,10 +54,15 @@ class LocalBackend:
     """The embedded registry: a database URL (SQLite by default) opened in-process."""
 
     def __init__(self, database_url: str, principal: str) -> None:
+        self.database_url = database_url
+        self.principal = principal
+
+    @cached_property
+    def database(self) -> Database:
+        # Imported on first use: reading one record from SQLite does without SQLAlchemy.
         from registry.storage.database import Database
 
-        self.database = Database(database_url)
-        self.principal = principal
+        return Database(self.database_url)
 
     def submit(self, kind: RecordKind, document: dict[str, Any], *, source: str) -> SubmitResult:
         from registry.errors import InvalidInput
@@ -73,6 +80,15 @@ class LocalBackend:
             raise
 
     def get(self, kind: RecordKind, ref: str) -> RecordView:
+        from registry.storage.sqlite_reads import SqliteReads, sqlite_path
+
+        path = sqlite_path(self.database_url)
+        if path is not None and path.is_file():
+            reads = SqliteReads(path)
+            try:
+                return reads.get(kind, ref)
+            finally:
+                reads.close()
         from registry.records import service
 
         with self.database.reading() as session:

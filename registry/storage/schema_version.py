@@ -6,9 +6,12 @@ Alembic; tests assert it equals the head of migrations/versions.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, inspect, text
+from typing import TYPE_CHECKING
 
 from registry.errors import SchemaNotCurrent
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 SCHEMA_HEAD = "0002"
 # Every revision this code knows, oldest first: a database at one of them is older.
@@ -16,13 +19,19 @@ KNOWN_REVISIONS = ("0001", "0002")
 
 
 def current_revision(connection: Connection) -> str | None:
+    from sqlalchemy import inspect, text
+
     if not inspect(connection).has_table("alembic_version"):
         return None
     return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def ensure_current(connection: Connection) -> None:
-    revision = current_revision(connection)
+    check_revision(current_revision(connection))
+
+
+def check_revision(revision: str | None) -> None:
+    """Raise with one actionable line unless `revision` is exactly this code's schema."""
     if revision == SCHEMA_HEAD:
         return
     if revision is None:
