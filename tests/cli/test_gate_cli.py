@@ -159,3 +159,36 @@ def test_decision_list_is_the_audit_trail(env: dict[str, str]) -> None:
     )
     assert [d["id"] for d in listed["items"]] == [first["id"]]
     assert listed["items"][0]["principal"] == "ci"
+
+
+def test_workload_growth_denies_until_new_evidence(env: dict[str, str], tmp_path: Path) -> None:
+    """The worked example: allow; p99 prompt +30 % denies naming the change; new evidence allows."""
+    assert capgate("gate", "check", "chat-assistant-prod", env=env).returncode == 0
+    workload = example("workload")
+    workload["classes"][0]["prompt_tokens"]["quantiles"]["p99"] = 7930  # 6100 x 1.3
+    grown = tmp_path / "workload-v2.yaml"
+    grown.write_text(yaml.safe_dump(workload))
+    assert capgate("workload", "submit", str(grown), env=env).returncode == 0
+    plan = tmp_path / "plan-v2.yaml"
+    plan.write_text(yaml.safe_dump(example("plan", workload="chat-assistant@v2")))
+    assert capgate("plan", "submit", str(plan), env=env).returncode == 0
+
+    denied = capgate("gate", "check", "chat-assistant-prod", env=env)
+    assert denied.returncode == 1
+    assert "evidence_fresh" in denied.stdout
+    assert "classes.interactive.prompt_tokens.p99: 6100.0 -> 7930.0" in denied.stdout
+
+    evidence = example("evidence")
+    evidence["measured_against"] = {
+        "workload": "chat-assistant@v2",
+        "provider": "llama31-8b-h100-vllm@v1",
+        "plan": "chat-assistant-prod@v2",
+    }
+    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=1)).isoformat()
+    evidence["raw_file"]["sha256"] = "sha256:" + "cd" * 32
+    retest = tmp_path / "evidence-v2.yaml"
+    retest.write_text(yaml.safe_dump(evidence))
+    assert capgate("evidence", "submit", str(retest), env=env).returncode == 0
+    allowed = capgate("gate", "check", "chat-assistant-prod", env=env)
+    assert allowed.returncode == 0, allowed.stdout
+    assert allowed.stdout.startswith("ALLOW chat-assistant-prod@v2")
