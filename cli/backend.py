@@ -235,7 +235,9 @@ class RemoteBackend:
         message = str(body.get("message", response.reason_phrase))
         if response.status_code == 422:
             problems = [FieldProblem(p["loc"], p["message"]) for p in body.get("problems", [])]
-            raise InvalidInput(message, problems=problems, source=source)
+            # An import names the offending file in details.source: the line names it too.
+            details = body.get("details") or {}
+            raise InvalidInput(message, problems=problems, source=details.get("source") or source)
         error_type: type[CapgateError] = {404: NotFound, 409: Conflict}.get(
             response.status_code, Unavailable
         )

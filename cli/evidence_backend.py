@@ -9,52 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cli.backend import Backend, RemoteBackend
+    from cli.backend import Backend
     from registry.records.views import Page, SubmitResult
     from registry.staleness.views import StaleEvidence, StalenessHistory
-
-
-def _remote(
-    backend: RemoteBackend, method: str, path: str, *, source: str | None = None, **kwargs: Any
-) -> Any:
-    """A request to the server; its errors as capgate errors, naming the file it was about.
-
-    Like RemoteBackend._request, but an import's 422 carries the offending file's name
-    in `details.source`, so the one-line error names the file in both modes.
-    """
-    import httpx
-
-    from registry.errors import (
-        CapgateError,
-        Conflict,
-        FieldProblem,
-        InvalidInput,
-        NotFound,
-        Unavailable,
-    )
-
-    try:
-        response = backend.client.request(method, path, **kwargs)
-    except httpx.HTTPError as exc:
-        raise Unavailable(f"cannot reach capgate server {backend.server}: {exc}") from None
-    if response.status_code < 400:
-        return response.json()
-    try:
-        body = response.json()
-    except ValueError:
-        body = {"message": response.text[:200] or response.reason_phrase}
-    message = str(body.get("message", response.reason_phrase))
-    if response.status_code == 422:
-        problems = [FieldProblem(p["loc"], p["message"]) for p in body.get("problems", [])]
-        details = body.get("details") or {}
-        raise InvalidInput(message, problems=problems, source=details.get("source") or source)
-    error_type: type[CapgateError] = {404: NotFound, 409: Conflict}.get(
-        response.status_code, Unavailable
-    )
-    raise error_type(f"{message} (HTTP {response.status_code} from {backend.server})")
 
 
 def import_files(
@@ -96,8 +56,7 @@ def import_files(
             form["traffic_class"] = traffic_class
         if measured_at is not None:
             form["measured_at"] = measured_at.isoformat()
-        data = _remote(
-            backend,
+        data = backend._request(
             "POST",
             "/v1/evidence/import",
             source=files[0][0] if len(files) == 1 else None,
@@ -131,8 +90,7 @@ def list_stale(
                 include_replaced=include_replaced,
             )
     if isinstance(backend, RemoteBackend):
-        data = _remote(
-            backend,
+        data = backend._request(
             "GET",
             "/v1/evidence/stale",
             params={
@@ -159,6 +117,6 @@ def staleness_history(backend: Backend, ref: str) -> StalenessHistory:
     if isinstance(backend, RemoteBackend):
         from urllib.parse import quote
 
-        data = _remote(backend, "GET", f"/v1/evidence/{quote(ref, safe='')}/staleness")
+        data = backend._request("GET", f"/v1/evidence/{quote(ref, safe='')}/staleness")
         return StalenessHistory.model_validate(data)
     raise TypeError(f"unknown backend {type(backend).__name__}")

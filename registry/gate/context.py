@@ -6,7 +6,8 @@ planner and the policy engine can take their time without holding a write lock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast
 
@@ -23,9 +24,9 @@ from registry.records.views import RecordView
 from registry.records.waiver import Waiver
 from registry.records.workload import WorkloadProfile
 from registry.staleness.freshness import Freshness, Versioned, assess
-from registry.staleness.rules import StalenessThresholds
-from registry.storage.models import RecordRow
-from registry.storage.repository import RecordRepository
+from registry.staleness.rules import Change, StalenessThresholds
+from registry.storage.models import RecordRow, StalenessRow
+from registry.storage.repository import RecordRepository, StalenessRepository
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,30 @@ def _versioned(row: RecordRow) -> Versioned:
         ref=pinned(row.name, row.version),
         model=cast(WorkloadProfile | ProviderProfile | CapacityPlan, model),
     )
+
+
+def _with_recorded(
+    freshness: Freshness, records: list[tuple[StalenessRow, RecordRow, RecordRow]]
+) -> Freshness:
+    """Add the staleness the registry recorded when newer versions arrived.
+
+    A plan that still pins the version its evidence was measured against is judged
+    against what the world is now: evidence made stale by a later workload, provider
+    or plan version satisfies no policy, for any plan. The reasons read as `assess`
+    writes them, so a change both see is named once.
+    """
+    reasons = list(freshness.reasons)
+    for staleness, cause, measured in records:
+        for change in json.loads(staleness.changes):
+            reason = (
+                f"{pinned(measured.name, measured.version)} -> {pinned(cause.name, cause.version)}"
+                f": {Change(**change).describe()}"
+            )
+            if reason not in reasons:
+                reasons.append(reason)
+    if reasons == freshness.reasons:
+        return freshness
+    return replace(freshness, fresh=False, reasons=reasons)
 
 
 def load_plan_context(
@@ -97,6 +122,7 @@ def build_context(
     for row in repo.evidence_for(workload_row.name, provider_row.name):
         latest[row.name] = row  # ordered by name, version: the last one of a name wins
     evidence_refs = repo.references([row.id for row in latest.values()])
+    recorded = StalenessRepository(session).history([row.id for row in latest.values()])
     items = []
     for row in latest.values():
         model = cast(LoadTestEvidence, service.load_model(row))
@@ -113,6 +139,7 @@ def build_context(
             now=now,
             limits=limits,
         )
+        freshness = _with_recorded(freshness, recorded[row.id])
         items.append(
             EvidenceItem(view=service.to_view(row, pins), model=model, freshness=freshness)
         )
@@ -121,7 +148,7 @@ def build_context(
         WaiverRecord(
             ref=pinned(row.name, row.version), waiver=cast(Waiver, service.load_model(row))
         )
-        for row in repo.latest_of_kind(RecordKind.waiver.value)
+        for row in repo.latest_of_series(RecordKind.waiver.value)
     ]
     return PlanContext(
         plan_row_id=plan_row_id,

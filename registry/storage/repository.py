@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import JSON, ColumnElement, cast, exists, func, select
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm.util import AliasedClass
 
-from registry.storage.models import DecisionRow, RecomputationRow, RecordRefRow, RecordRow
+from registry.storage.models import (
+    DecisionRow,
+    RecomputationRow,
+    RecordRefRow,
+    RecordRow,
+    StalenessRow,
+)
 
 
 class RecordRepository:
@@ -78,7 +86,9 @@ class RecordRepository:
             or 0
         )
 
-    def latest_of_series(self, kind: str, *, limit: int, offset: int) -> list[RecordRow]:
+    def latest_of_series(
+        self, kind: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[RecordRow]:
         """The latest version of each name, ordered by name (versions are 1..latest)."""
         latest = (
             select(
@@ -140,26 +150,6 @@ class RecordRepository:
                     provider.name == provider_name,
                 )
                 .order_by(RecordRow.name, RecordRow.version)
-            )
-        )
-
-    def latest_of_kind(self, kind: str) -> list[RecordRow]:
-        """The latest version of every name of one kind."""
-        latest = (
-            select(RecordRow.name.label("name"), func.max(RecordRow.version).label("version"))
-            .where(RecordRow.kind == kind)
-            .group_by(RecordRow.name)
-            .subquery()
-        )
-        return list(
-            self.session.scalars(
-                select(RecordRow)
-                .join(
-                    latest,
-                    (RecordRow.name == latest.c.name) & (RecordRow.version == latest.c.version),
-                )
-                .where(RecordRow.kind == kind)
-                .order_by(RecordRow.name)
             )
         )
 
@@ -236,15 +226,6 @@ class GateRepository:
 
 
 # ---- staleness -------------------------------------------------------------------------
-# Appended as its own section (imports included) so that it merges cleanly with other work
-# on this module.
-
-from typing import Any  # noqa: E402
-
-from sqlalchemy import JSON, ColumnElement, cast, exists  # noqa: E402
-from sqlalchemy.orm.util import AliasedClass  # noqa: E402
-
-from registry.storage.models import StalenessRow  # noqa: E402
 
 
 def _measured_at_text(session: Session, record: type[RecordRow] | AliasedClass[RecordRow]) -> Any:

@@ -233,3 +233,22 @@ def test_decisions_filter_and_paginate(registered: Database, engine: EmbeddedEng
     assert newest.total == 2 and len(newest.items) == 1
     assert {d.id for d in by_bot.items} == {first.id, second.id}
     assert copy.deepcopy(first.inputs)["plan"]["ref"] == "chat-assistant-prod@v1"
+
+
+def test_plan_still_pinning_the_old_workload_sees_recorded_staleness(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    workload = example("workload")
+    workload["classes"][0]["arrival"]["peak_rps"] = 60.0  # +43 % over 42
+    submit(registered, "workload", workload)
+    # The plan was not resubmitted: it still pins chat-assistant@v1, as does the evidence.
+    decision = gate(registered, engine)
+    assert decision.outcome is Outcome.deny
+    fresh = [v for v in decision.violations if v["policy"] == "evidence_fresh"]
+    assert len(fresh) == 1
+    assert (
+        "chat-assistant@v1 -> chat-assistant@v2: classes.interactive.arrival.peak_rps: "
+        "42.0 -> 60.0, grew 43% (threshold 0.2)"
+        in str(fresh[0]["message"])
+        + str(fresh[0]["details"])
+    )
