@@ -18,8 +18,10 @@ from sqlalchemy.engine import make_url
 
 from registry.storage import migrate
 from registry.storage.database import Database
+from tests.support.opa_server import running_opa
 
 POSTGRES_URL = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
+CACHED_OPA = Path.home() / ".cache" / "capgate" / "opa-v1.22.3" / "bin" / "opa"
 BACKENDS = ["sqlite", "postgres"]
 
 
@@ -78,3 +80,25 @@ def database(database_url: str) -> Iterator[Database]:
     db = Database(database_url)
     yield db
     db.engine.dispose()
+
+
+# ---- the real OPA server (policy parity, the gate on the opa engine) ------------------
+
+
+@pytest.fixture(scope="session")
+def opa_binary() -> Path:
+    """CAPGATE_OPA_BINARY, else the cached build; skipped without one, failed on CI."""
+    configured = os.environ.get("CAPGATE_OPA_BINARY")
+    binary = Path(configured) if configured else CACHED_OPA
+    if not binary.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"no OPA binary at {binary}: CI must test the real OPA (scripts/ci/opa.sh)")
+        pytest.skip(f"no OPA binary at {binary} (run scripts/ci/opa.sh)")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def opa_url(opa_binary: Path) -> Iterator[str]:
+    """One OPA server for the session; tests that change its bundle use their own."""
+    with running_opa(opa_binary) as url:
+        yield url

@@ -28,3 +28,11 @@ def test_corpus_input_validates_and_unknown_fields_are_refused() -> None:
         assert "surprise" in str(exc)
     else:
         raise AssertionError("an unknown field in the gate input was accepted")
+
+
+def test_planner_judges_claims_with_the_policy_tolerance() -> None:
+    from registry.planner.recompute import CLAIM_TOLERANCE
+    from registry.policy.bundle import load_bundle
+
+    thresholds = load_bundle().data["capgate"]["thresholds"]
+    assert thresholds["claims_max_relative_error"] == CLAIM_TOLERANCE
