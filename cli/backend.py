@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from registry.audit.service import AuditEventView, ChainReport
     from registry.gate.recheck import RecheckReport
     from registry.gate.views import DecisionView
     from registry.planner import PlanRecomputation
@@ -48,6 +49,12 @@ class Backend(Protocol):
     ) -> Page[DecisionView]: ...
 
     def recheck_all(self) -> RecheckReport: ...
+
+    def audit_events(
+        self, filters: dict[str, Any], *, limit: int, offset: int
+    ) -> Page[AuditEventView]: ...
+
+    def audit_verify(self) -> ChainReport: ...
 
 
 class LocalBackend:
@@ -186,6 +193,20 @@ class LocalBackend:
             self.database, self._engine(), principal=self.principal, limits=limits, now=now
         )
 
+    def audit_events(
+        self, filters: dict[str, Any], *, limit: int, offset: int
+    ) -> Page[AuditEventView]:
+        from registry.audit.service import list_events
+
+        with self.database.reading() as session:
+            return list_events(session, limit=limit, offset=offset, **filters)
+
+    def audit_verify(self) -> ChainReport:
+        from registry.audit.service import verify
+
+        with self.database.reading() as session:
+            return verify(session)
+
 
 def _bundle_revision() -> str | None:
     """The installed policy bundle's revision (None if it cannot be read)."""
@@ -320,6 +341,23 @@ class RemoteBackend:
         from registry.gate.recheck import RecheckReport
 
         return RecheckReport.model_validate(self._request("POST", "/v1/gate/rechecks"))
+
+    def audit_events(
+        self, filters: dict[str, Any], *, limit: int, offset: int
+    ) -> Page[AuditEventView]:
+        from registry.audit.service import AuditEventView
+        from registry.records.views import Page
+
+        params = {k: v for k, v in filters.items() if v is not None}
+        data = self._request(
+            "GET", "/v1/audit/events", params={**params, "limit": limit, "offset": offset}
+        )
+        return Page[AuditEventView].model_validate(data)
+
+    def audit_verify(self) -> ChainReport:
+        from registry.audit.service import ChainReport
+
+        return ChainReport.model_validate(self._request("GET", "/v1/audit/verify"))
 
 
 def open_backend(server: str | None) -> Backend:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from cli.audit import audit_app
 from cli.db import db_app
 from cli.evidence_cmds import extend_evidence, extend_workload
 from cli.gate import gate_app, size
@@ -45,6 +46,7 @@ plan_app = record_commands("plan", "Capacity plans: replicas, serving config, ad
 plan_app.command("size")(size)
 app.add_typer(plan_app, name="plan")
 app.add_typer(gate_app, name="gate")
+app.add_typer(audit_app, name="audit")
 
 
 @app.command("serve")

@@ -9,6 +9,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from registry import __version__
+from registry.api.audit import audit_router
 from registry.api.deps import DatabaseDep
 from registry.api.errors import error_body, install_error_handlers
 from registry.api.evidence import evidence_router
@@ -56,6 +57,7 @@ def create_app(database: Database, settings: Settings | None = None) -> FastAPI:
     # Evidence routes first: /v1/evidence/stale must not be read as a record reference.
     app.include_router(evidence_router(), prefix="/v1")
     app.include_router(gate_router(), prefix="/v1")
+    app.include_router(audit_router(), prefix="/v1")
     app.include_router(records_router(), prefix="/v1")
 
     @app.get("/healthz", tags=["health"])
