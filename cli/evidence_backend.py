@@ -32,19 +32,18 @@ def import_files(
     from cli.backend import LocalBackend, RemoteBackend
 
     if isinstance(backend, LocalBackend):
-        from registry.importers.service import convert_files, submit_converted
+        from registry.importers.service import import_files as import_into_registry
 
-        converted = convert_files(
+        return import_into_registry(
+            backend.database,
             files,
+            principal=backend.principal,
             tool=tool,
             workload=workload,
             provider=provider,
             plan=plan,
             traffic_class=traffic_class,
             measured_at=measured_at,
-        )
-        return backend.database.write(
-            lambda ctx: submit_converted(ctx, converted), principal=backend.principal
         )
     if isinstance(backend, RemoteBackend):
         from registry.records.views import SubmitResult

@@ -176,18 +176,9 @@ def extend_evidence(group: typer.Typer) -> None:
             if json_out:
                 emit_json(page)
                 return
-            emit_table(
-                ("NAME", "LATEST", "UPDATED", "DIGEST"),
-                [
-                    (
-                        s.name,
-                        f"v{s.latest_version}",
-                        s.updated_at.strftime("%Y-%m-%d %H:%M"),
-                        s.latest_digest[:19],
-                    )
-                    for s in page.items
-                ],
-            )
+            from cli.records import emit_series
+
+            emit_series(page)
             total, shown = page.total, page.offset + len(page.items)
         else:
             from cli.evidence_backend import list_stale

@@ -12,9 +12,26 @@ from cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
     from registry.records.kinds import RecordKind
+    from registry.records.views import Page, SeriesView
 
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=500, help="Page size.")]
 OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Items to skip.")]
+
+
+def emit_series(page: Page[SeriesView]) -> None:
+    """Every name with its latest version, as `list` prints it for any kind."""
+    emit_table(
+        ("NAME", "LATEST", "UPDATED", "DIGEST"),
+        [
+            (
+                s.name,
+                f"v{s.latest_version}",
+                s.updated_at.strftime("%Y-%m-%d %H:%M"),
+                s.latest_digest[:19],
+            )
+            for s in page.items
+        ],
+    )
 
 
 def _kind(value: str) -> RecordKind:
@@ -80,18 +97,7 @@ def record_commands(kind_value: str, help_text: str, *, list_command: bool = Tru
         if json_out:
             emit_json(page)
             return
-        emit_table(
-            ("NAME", "LATEST", "UPDATED", "DIGEST"),
-            [
-                (
-                    s.name,
-                    f"v{s.latest_version}",
-                    s.updated_at.strftime("%Y-%m-%d %H:%M"),
-                    s.latest_digest[:19],
-                )
-                for s in page.items
-            ],
-        )
+        emit_series(page)
         if page.total > page.offset + len(page.items):
             typer.echo(f"({page.total} in all; use --offset to see more)")
 

@@ -142,14 +142,16 @@ def evidence_router() -> APIRouter:
     ) -> list[SubmitResult]:
         from starlette.concurrency import run_in_threadpool
 
-        from registry.importers.service import convert_files, submit_converted
+        from registry.importers.service import import_files
 
         uploads = await _read_uploads(files)
         when = _parse_measured_at(measured_at)
 
         def work() -> list[SubmitResult]:
-            converted = convert_files(
+            return import_files(
+                database,
                 uploads,
+                principal=principal,
                 tool=tool,
                 workload=workload,
                 provider=provider,
@@ -157,7 +159,6 @@ def evidence_router() -> APIRouter:
                 traffic_class=traffic_class or None,
                 measured_at=when,
             )
-            return database.write(lambda ctx: submit_converted(ctx, converted), principal=principal)
 
         try:
             # Parsing and writing block: keep them off the event loop.

@@ -15,12 +15,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from registry.importers.common import (
     ParsedStage,
     count,
     epoch_to_utc,
+    fill_from_requests,
     num,
     obj,
     pos,
@@ -29,9 +28,6 @@ from registry.importers.common import (
 )
 from registry.importers.genai_perf import AIPERF_MARKERS, avg, lengths, metric_percentiles
 from registry.importers.stats import (
-    cv_from_samples,
-    length_distribution_from_samples,
-    percentiles_from_samples,
     unit_scale_to_ms,
 )
 from registry.records.evidence import Throughput
@@ -276,14 +272,15 @@ def parse_jsonl(rows: list[Any], *, source: str) -> list[ParsedStage]:
                 output_tokens_per_s=float(sum(osl)) / span,
                 total_tokens_per_s=float(sum(osl) + sum(isl)) / span,
             )
-    stage.ttft_ms = percentiles_from_samples(np.asarray(ttft, float), scale_to_ms=1000.0)
-    stage.e2e_ms = percentiles_from_samples(np.asarray(e2e, float), scale_to_ms=1000.0)
-    stage.tpot_ms = percentiles_from_samples(np.asarray(tpot, float), scale_to_ms=1000.0)
-    stage.itl_ms = percentiles_from_samples(np.asarray(chunks, float), scale_to_ms=1000.0)
-    stage.prompt_tokens = length_distribution_from_samples(np.asarray(isl, float))
-    stage.output_tokens = length_distribution_from_samples(np.asarray(osl, float))
-    stage.prompt_cv = cv_from_samples(isl)
-    stage.output_cv = cv_from_samples(osl)
+    fill_from_requests(
+        stage,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        itl_s=chunks,
+        e2e_s=e2e,
+        prompt_tokens=isl,
+        output_tokens=osl,
+    )
     stage.notes.append(
         f"computed from {n_req} per-request records ({stage.completed} completed); lengths "
         "and latencies from completed requests; throughput over first start to last response"

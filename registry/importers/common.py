@@ -14,11 +14,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from registry.digest import sha256_digest
 from registry.errors import FieldProblem, InvalidInput
-from registry.importers.stats import CvEstimate
+from registry.importers.stats import (
+    CvEstimate,
+    cv_from_samples,
+    length_distribution_from_samples,
+    percentiles_from_samples,
+)
 from registry.records.common import NAME_PATTERN, Distribution
 from registry.records.evidence import (
     ClassResult,
@@ -36,6 +43,10 @@ from registry.records.evidence import (
 )
 
 DEFAULT_CLASS = "default"
+
+
+# Per-request values: a list as parsed, or an array already masked.
+Samples = Sequence[float] | NDArray[np.float64]
 
 
 @dataclass
@@ -149,6 +160,34 @@ def base_name_from_file(file_name: str) -> str:
             stem = stem[: -len(ext)]
             break
     return slug(stem)
+
+
+def fill_from_requests(
+    stage: ParsedStage,
+    *,
+    ttft_s: Samples,
+    tpot_s: Samples,
+    itl_s: Samples,
+    e2e_s: Samples,
+    prompt_tokens: Samples,
+    output_tokens: Samples,
+) -> None:
+    """Percentiles (seconds in, ms stored), length distributions and CVs from per-request
+    values: the one place every importer of per-request data computes them."""
+    for attribute, values in (
+        ("ttft_ms", ttft_s),
+        ("tpot_ms", tpot_s),
+        ("itl_ms", itl_s),
+        ("e2e_ms", e2e_s),
+    ):
+        samples = np.asarray(values, dtype=float)
+        setattr(stage, attribute, percentiles_from_samples(samples, scale_to_ms=1000.0))
+    prompt = np.asarray(prompt_tokens, dtype=float)
+    output = np.asarray(output_tokens, dtype=float)
+    stage.prompt_tokens = length_distribution_from_samples(prompt)
+    stage.output_tokens = length_distribution_from_samples(output)
+    stage.prompt_cv = cv_from_samples(prompt)
+    stage.output_cv = cv_from_samples(output)
 
 
 # --- findings ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import numpy as np
 from registry.importers.common import (
     ParsedStage,
     count,
+    fill_from_requests,
     num,
     obj,
     pos,
@@ -23,11 +24,8 @@ from registry.importers.common import (
     standard_missing,
 )
 from registry.importers.stats import (
-    cv_from_samples,
     cv_from_stated,
-    length_distribution_from_samples,
     levels_from_keys,
-    percentiles_from_samples,
     percentiles_ms,
     stated_length_distribution,
 )
@@ -197,14 +195,15 @@ def _parse_per_request(rows: list[Any], *, source: str) -> ParsedStage:
                 output_tokens_per_s=float(sum(out)) / span,
                 total_tokens_per_s=float(sum(out) + sum(prompt)) / span,
             )
-    stage.ttft_ms = percentiles_from_samples(np.asarray(ttft, float), scale_to_ms=1000.0)
-    stage.tpot_ms = percentiles_from_samples(np.asarray(tpot, float), scale_to_ms=1000.0)
-    stage.itl_ms = percentiles_from_samples(np.asarray(itl, float), scale_to_ms=1000.0)
-    stage.e2e_ms = percentiles_from_samples(np.asarray(e2e, float), scale_to_ms=1000.0)
-    stage.prompt_tokens = length_distribution_from_samples(np.asarray(prompt, float))
-    stage.output_tokens = length_distribution_from_samples(np.asarray(out, float))
-    stage.prompt_cv = cv_from_samples(prompt)
-    stage.output_cv = cv_from_samples(out)
+    fill_from_requests(
+        stage,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        itl_s=itl,
+        e2e_s=e2e,
+        prompt_tokens=prompt,
+        output_tokens=out,
+    )
     stage.notes.append(
         f"computed from {n} per-request records; TTFT = first output_token_time - start_time, "
         "TPOT = (last - first token) / (n - 1), ITL pooled token gaps; throughput over the span "

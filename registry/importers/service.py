@@ -16,7 +16,7 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.records.evidence import LoadTestEvidence
 from registry.records.kinds import RecordKind
 from registry.records.views import SubmitResult
-from registry.storage.database import WriteContext
+from registry.storage.database import Database, WriteContext
 
 MAX_FILES = 100
 
@@ -60,9 +60,10 @@ def convert_files(
 
 
 def import_files(
-    ctx: WriteContext,
+    database: Database,
     files: Sequence[tuple[str, bytes]],
     *,
+    principal: str,
     tool: str = "auto",
     workload: str,
     provider: str,
@@ -70,7 +71,11 @@ def import_files(
     traffic_class: str | None = None,
     measured_at: datetime | None = None,
 ) -> list[SubmitResult]:
-    """Import result files as evidence records, one per stage, in the caller's transaction."""
+    """Import result files as evidence records, one per stage, all in one transaction.
+
+    Files are parsed before the write begins: the unit of work reruns its body on a lost
+    version race, and a large result file should be parsed once and hold no lock.
+    """
     converted = convert_files(
         files,
         tool=tool,
@@ -80,18 +85,13 @@ def import_files(
         traffic_class=traffic_class,
         measured_at=measured_at,
     )
-    return submit_converted(ctx, converted)
+    return database.write(lambda ctx: submit_converted(ctx, converted), principal=principal)
 
 
 def submit_converted(
     ctx: WriteContext, converted: Sequence[tuple[str, LoadTestEvidence]]
 ) -> list[SubmitResult]:
-    """Submit records from `convert_files` in the caller's transaction.
-
-    Callers that may retry a write (the unit of work reruns on a lost version race)
-    convert first, outside the transaction, and submit here: parsing a large result file
-    then happens once and holds no lock.
-    """
+    """Submit records from `convert_files` in the caller's transaction."""
     from registry.records import service
 
     results: list[SubmitResult] = []

@@ -16,15 +16,13 @@ import numpy as np
 from registry.importers.common import (
     ParsedStage,
     count,
+    fill_from_requests,
     num,
     pos,
     refuse,
     standard_missing,
 )
 from registry.importers.stats import (
-    cv_from_samples,
-    length_distribution_from_samples,
-    percentiles_from_samples,
     percentiles_ms,
 )
 from registry.records.evidence import Percentiles, Throughput
@@ -134,15 +132,16 @@ def _detailed(doc: dict[str, Any], stage: ParsedStage, source: str) -> None:
     tpot_mask = ok & (out > 1)
     tpot = (e2e[tpot_mask] - ttft[tpot_mask]) / (out[tpot_mask] - 1)
 
-    stage.ttft_ms = percentiles_from_samples(ttft[ok], scale_to_ms=1000.0)
-    stage.tpot_ms = percentiles_from_samples(tpot, scale_to_ms=1000.0)
-    stage.itl_ms = percentiles_from_samples(pooled, scale_to_ms=1000.0)
-    stage.e2e_ms = percentiles_from_samples(e2e[ok], scale_to_ms=1000.0)
     # Every request offered its prompt; only completed requests say how long an output was.
-    stage.prompt_tokens = length_distribution_from_samples(prompt)
-    stage.output_tokens = length_distribution_from_samples(good_out)
-    stage.prompt_cv = cv_from_samples(prompt)
-    stage.output_cv = cv_from_samples(good_out)
+    fill_from_requests(
+        stage,
+        ttft_s=ttft[ok],
+        tpot_s=tpot,
+        itl_s=pooled,
+        e2e_s=e2e[ok],
+        prompt_tokens=prompt,
+        output_tokens=good_out,
+    )
     stage.notes.append(
         f"percentiles and length distributions computed from {n} per-request records "
         f"({int(ok.sum())} successful); output lengths from successful requests only"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -232,7 +231,7 @@ def test_decisions_filter_and_paginate(registered: Database, engine: EmbeddedEng
     assert [d.id for d in denies.items] == [second.id]
     assert newest.total == 2 and len(newest.items) == 1
     assert {d.id for d in by_bot.items} == {first.id, second.id}
-    assert copy.deepcopy(first.inputs)["plan"]["ref"] == "chat-assistant-prod@v1"
+    assert first.inputs["plan"]["ref"] == "chat-assistant-prod@v1"
 
 
 def test_plan_still_pinning_the_old_workload_sees_recorded_staleness(

@@ -52,10 +52,7 @@ def run_import(database: Database, *paths: Path, **kw: object) -> list[SubmitRes
         "measured_at": WHEN,
     }
     args.update(kw)
-    return database.write(
-        lambda ctx: import_files(ctx, files, **args),  # type: ignore[arg-type]
-        principal="importer",
-    )
+    return import_files(database, files, principal="importer", **args)  # type: ignore[arg-type]
 
 
 def count(database: Database, kind: str) -> int:
