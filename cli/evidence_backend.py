@@ -13,20 +13,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cli.backend import Backend
+    from registry.importers.service import ImportFile, ImportOptions
     from registry.records.views import Page, SubmitResult
     from registry.staleness.views import StaleEvidence, StalenessHistory
 
 
 def import_files(
-    backend: Backend,
-    files: Sequence[tuple[str, bytes]],
-    *,
-    tool: str,
-    workload: str,
-    provider: str,
-    plan: str | None,
-    traffic_class: str | None,
-    measured_at: datetime | None,
+    backend: Backend, files: Sequence[ImportFile], options: ImportOptions
 ) -> list[SubmitResult]:
     """Import result files as evidence, all or nothing; one result per stage."""
     from cli.backend import LocalBackend, RemoteBackend
@@ -34,35 +27,31 @@ def import_files(
     if isinstance(backend, LocalBackend):
         from registry.importers.service import import_files as import_into_registry
 
-        return import_into_registry(
-            backend.database,
-            files,
-            principal=backend.principal,
-            tool=tool,
-            workload=workload,
-            provider=provider,
-            plan=plan,
-            traffic_class=traffic_class,
-            measured_at=measured_at,
-        )
+        return import_into_registry(backend.database, files, options, principal=backend.principal)
     if isinstance(backend, RemoteBackend):
         from registry.records.views import SubmitResult
 
-        form: dict[str, str] = {"tool": tool, "workload": workload, "provider": provider}
-        if plan is not None:
-            form["plan"] = plan
-        if traffic_class is not None:
-            form["traffic_class"] = traffic_class
-        if measured_at is not None:
-            form["measured_at"] = measured_at.isoformat()
+        form: dict[str, str | list[str]] = {
+            "tool": options.tool,
+            "workload": options.workload,
+            "provider": options.provider,
+        }
+        if options.plan is not None:
+            form["plan"] = options.plan
+        if options.mixed:
+            form["traffic_class"] = [f"{f.traffic_class}={f.name}" for f in files]
+        elif options.traffic_class is not None:
+            form["traffic_class"] = options.traffic_class
+        if options.measured_at is not None:
+            form["measured_at"] = options.measured_at.isoformat()
+        if options.replicas is not None:
+            form["replicas"] = str(options.replicas)
         data = backend._request(
             "POST",
             "/v1/evidence/import",
-            source=files[0][0] if len(files) == 1 else None,
+            source=files[0].name if len(files) == 1 else None,
             data=form,
-            files=[
-                ("files", (name, content, "application/octet-stream")) for name, content in files
-            ],
+            files=[("files", (f.name, f.data, "application/octet-stream")) for f in files],
         )
         return [SubmitResult.model_validate(item) for item in data]
     raise TypeError(f"unknown backend {type(backend).__name__}")

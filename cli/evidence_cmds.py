@@ -14,6 +14,7 @@ from cli.output import emit_json, emit_table
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from registry.importers.service import ImportFile
     from registry.records.views import SubmitResult
     from registry.records.workload import ClassSLO
 
@@ -69,6 +70,44 @@ def _read(path: Path) -> bytes:
         raise InvalidInput(f"cannot read file: {exc.strerror}", source=str(path)) from None
 
 
+def _import_inputs(
+    files: list[Path], classes: list[str]
+) -> tuple[list[ImportFile], str | None, bool]:
+    """(files to read, the one class for all, mixed) from the arguments and --class values.
+
+    `--class NAME` names the class of every file; `--class NAME=FILE` (repeated) gives one
+    file per class of a mixed test. The two forms do not mix.
+    """
+    from registry.importers.service import ImportFile
+
+    pairs = [c for c in classes if "=" in c]
+    plain = [c for c in classes if "=" not in c]
+    if pairs and (plain or files):
+        raise _invalid(
+            "give either result files with one --class NAME, or --class NAME=FILE for each "
+            "class of a mixed test, not both",
+            loc="--class",
+        )
+    if len(plain) > 1:
+        raise _invalid(
+            "one --class NAME applies to every file; for a mixed test give --class NAME=FILE "
+            "per class",
+            loc="--class",
+        )
+    if pairs:
+        out: list[ImportFile] = []
+        for pair in pairs:
+            name, _, path = pair.partition("=")
+            if not name.strip() or not path.strip():
+                raise _invalid(f"{pair!r} is not NAME=FILE", loc="--class")
+            out.append(ImportFile(name=path, data=_read(Path(path)), traffic_class=name.strip()))
+        return out, None, True
+    if not files:
+        raise _invalid("give one or more result files, or --class NAME=FILE", loc="FILES")
+    single = plain[0] if plain else None
+    return [ImportFile(name=str(p), data=_read(p)) for p in files], single, False
+
+
 def _submit_line(result: SubmitResult) -> str:
     state = "created" if result.created else "unchanged, existing version"
     return f"{result.record.ref}  {result.record.digest}  ({state})"
@@ -82,15 +121,20 @@ def extend_evidence(group: typer.Typer) -> None:
 
     @group.command("import")
     def import_(
-        files: Annotated[
-            list[Path], typer.Argument(help="Result files of a load-test tool (one or more).")
-        ],
         workload: Annotated[
             str, typer.Option("--workload", help="Workload the test was measured against.")
         ],
         provider: Annotated[
             str, typer.Option("--provider", help="Provider the test was measured against.")
         ],
+        files: Annotated[
+            list[Path] | None,
+            typer.Argument(
+                help="Result files of a load-test tool (one or more); with --class NAME=FILE "
+                "the files come from --class instead.",
+                show_default=False,
+            ),
+        ] = None,
         tool: Annotated[
             str,
             typer.Option(
@@ -102,9 +146,23 @@ def extend_evidence(group: typer.Typer) -> None:
         plan: Annotated[
             str | None, typer.Option("--plan", help="Plan whose serving config was tested.")
         ] = None,
-        traffic_class: Annotated[
-            str | None,
-            typer.Option("--class", help="Traffic class the test offered (default: default)."),
+        classes: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--class",
+                help="The traffic class the test offered (default: the file's own label, else "
+                "'default'); or NAME=FILE, repeated, for a mixed test: one load generator per "
+                "class run at the same time, combined into one record.",
+            ),
+        ] = None,
+        replicas: Annotated[
+            int | None,
+            typer.Option(
+                "--replicas",
+                min=1,
+                help="Ready replicas behind the tested endpoint; required unless the file "
+                "states it.",
+            ),
         ] = None,
         measured_at: Annotated[
             str | None,
@@ -119,24 +177,25 @@ def extend_evidence(group: typer.Typer) -> None:
         """Import result files as evidence: one record per stage, all files or none.
 
         The raw file's sha256, the tool and its version are kept; importing the same file
-        again returns the same records.
+        again returns the same records. With --class NAME=FILE for each class, files run
+        together become one mixed-class record (their measurement windows must overlap).
         """
         from cli.backend import open_backend
         from cli.evidence_backend import import_files
+        from registry.importers.service import ImportOptions
 
-        chosen = _tool(tool)
-        when = _time(measured_at, option="--measured-at")
-        contents = [(str(path), _read(path)) for path in files]
-        results = import_files(
-            open_backend(server),
-            contents,
-            tool=chosen,
+        contents, traffic_class, mixed = _import_inputs(files or [], classes or [])
+        options = ImportOptions(
             workload=workload,
             provider=provider,
+            tool=_tool(tool),
             plan=plan,
             traffic_class=traffic_class,
-            measured_at=when,
+            measured_at=_time(measured_at, option="--measured-at"),
+            replicas=replicas,
+            mixed=mixed,
         )
+        results = import_files(open_backend(server), contents, options)
         if json_out:
             emit_json([result.model_dump(mode="json") for result in results])
             return

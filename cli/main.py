@@ -11,6 +11,7 @@ import typer
 from cli.audit import audit_app
 from cli.db import db_app
 from cli.evidence_cmds import extend_evidence, extend_workload
+from cli.evidence_lifecycle import extend_lifecycle
 from cli.gate import gate_app, size
 from cli.records import record_commands
 
@@ -37,6 +38,7 @@ evidence_app = record_commands(
     list_command=False,  # evidence has its own `list`, with --stale
 )
 extend_evidence(evidence_app)
+extend_lifecycle(evidence_app)
 app.add_typer(evidence_app, name="evidence")
 app.add_typer(
     record_commands("waiver", "Waivers: owned, expiring exceptions to one policy for one plan."),

@@ -113,7 +113,12 @@ def main() -> None:
 
     def do_import() -> object:
         return import_result_file(
-            data, file_name="bench.json", workload="w@v1", provider="p@v1", measured_at=when
+            data,
+            file_name="bench.json",
+            workload="w@v1",
+            provider="p@v1",
+            measured_at=when,
+            replicas=1,
         )
 
     secs, mib = measure(do_import)

@@ -3,7 +3,8 @@
 # description: >-
 #   Fresh load-test evidence includes a test that exercised cancellation and, when the
 #   workload has at least two distinct priorities, a test that offered at least
-#   load_test_min_priority_classes priority classes at once.
+#   load_test_min_priority_classes priority classes at once. Only imported evidence counts
+#   while require_imported_evidence.load_test_coverage is on.
 # custom:
 #   id: load_test_coverage
 #   severity: high
@@ -17,7 +18,8 @@ _policy := "load_test_coverage"
 
 _thresholds := data.capgate.thresholds
 
-_fresh := evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+# Evidence declared by hand does not count while require_imported_evidence names this policy.
+_fresh := evidence.usable(input.evidence, _thresholds, _policy)
 
 _priorities := {class.priority | some class in input.workload.classes}
 

@@ -2,7 +2,10 @@ package capgate.policies.load_test_coverage_test
 
 import data.capgate.policies.load_test_coverage
 
-_evidence := {"ref": "ev@v1", "fresh": true, "age_days": 6, "findings": {"cancellation_exercised": true, "priority_classes": 2}}
+_evidence := {
+	"ref": "ev@v1", "fresh": true, "age_days": 6, "entry": "imported",
+	"findings": {"cancellation_exercised": true, "priority_classes": 2},
+}
 
 _input := {
 	"workload": {"classes": {"interactive": {"priority": 0}, "batch": {"priority": 1}}},
@@ -51,4 +54,15 @@ test_fail_priorities_not_mixed if {
 test_fail_only_stale_tests if {
 	inp := object.union(_input, {"evidence": [object.union(_evidence, {"fresh": false})]})
 	{v.rule | some v in load_test_coverage.violations} == {"cancellation_not_exercised", "priorities_not_mixed"} with input as inp
+}
+
+test_fail_declared_tests_do_not_cover if {
+	inp := object.union(_input, {"evidence": [object.union(_evidence, {"entry": "declared"})]})
+	{v.rule | some v in load_test_coverage.violations} == {"cancellation_not_exercised", "priorities_not_mixed"} with input as inp
+}
+
+test_success_declared_tests_cover_when_switched_off if {
+	inp := object.union(_input, {"evidence": [object.union(_evidence, {"entry": "declared"})]})
+	load_test_coverage.violations == set() with input as inp
+		with data.capgate.thresholds.require_imported_evidence.load_test_coverage as false
 }

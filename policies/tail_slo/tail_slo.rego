@@ -6,7 +6,10 @@
 #   peak load per ready replica and in the planner's recomputation of the peak
 #   scenario; the plan's own claims agree with the recomputation within the tolerance
 #   data.capgate.thresholds.claims_max_relative_error. Stale evidence is ignored here
-#   (evidence_fresh reports it); no qualifying fresh evidence at all is a violation.
+#   (evidence_fresh reports it), and so is evidence declared by hand while
+#   require_imported_evidence.tail_slo is on; no qualifying fresh evidence at all is a
+#   violation. A test whose error rate exceeds evidence_max_error_rate shows nothing about
+#   the SLO: it is a violation and does not count.
 # custom:
 #   id: tail_slo
 #   severity: high
@@ -30,12 +33,21 @@ _metrics := {
 
 _peak_rps := input.recomputation.peak_rps_per_replica
 
-_fresh := evidence.fresh(input.evidence, _thresholds.evidence_max_age_days)
+_fresh := evidence.usable(input.evidence, _thresholds, _policy)
 
-_at_peak := [e |
+# Fresh tests that put at least the peak load on each replica (a client that fell behind
+# is judged at the rate it achieved, which the registry puts in offered_rps_per_replica).
+_at_peak_rate := [e |
 	some e in _fresh
 	is_number(e.offered_rps_per_replica)
 	e.offered_rps_per_replica >= _peak_rps
+]
+
+_too_many_errors(e) if e.error_rate > _thresholds.evidence_max_error_rate
+
+_at_peak := [e |
+	some e in _at_peak_rate
+	not _too_many_errors(e)
 ]
 
 _slo_declared(class, slo_key) if is_number(class.slo[slo_key])
@@ -78,13 +90,42 @@ violations contains v if {
 violations contains v if {
 	count(_at_peak) == 0
 	fresh := [{"evidence": e.ref, "offered_rps_per_replica": e.offered_rps_per_replica} | some e in _fresh]
+	declared := evidence.declared_only(input.evidence, _thresholds, _policy)
 	v := result.violation(
 		_policy, "no_evidence_at_peak", "high",
 		sprintf(
-			"no fresh load-test evidence at or above the peak of %v requests/s per ready replica (%d fresh evidence)",
-			[result.show(_peak_rps), count(fresh)],
+			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica without failures (%d fresh evidence; %d declared by hand, not counted)",
+			[result.show(_peak_rps), count(fresh), count(declared)],
 		),
-		{"peak_rps_per_replica": _peak_rps, "fresh_evidence": fresh},
+		{"peak_rps_per_replica": _peak_rps, "fresh_evidence": fresh, "declared_evidence": declared},
+	)
+}
+
+# METADATA
+# title: Failed requests are not fast requests
+# description: >-
+#   A fresh load test at peak whose requests failed at more than evidence_max_error_rate
+#   measured the latencies of the requests that survived: it shows nothing about the SLO
+#   and is a violation of its own.
+# custom:
+#   severity: high
+#   guards: "failure mode: a failed load test read as a fast one"
+violations contains v if {
+	some e in _at_peak_rate
+	_too_many_errors(e)
+	v := result.violation(
+		_policy, "evidence_errors", "high",
+		sprintf(
+			"evidence %s: %v of requests failed (%d failed), over the maximum error rate of %v; its latencies do not show the SLO is met",
+			[e.ref, result.show(e.error_rate), e.failed, result.show(_thresholds.evidence_max_error_rate)],
+		),
+		{
+			"evidence": e.ref,
+			"error_rate": e.error_rate,
+			"failed": e.failed,
+			"completed": e.completed,
+			"max_error_rate": _thresholds.evidence_max_error_rate,
+		},
 	)
 }
 

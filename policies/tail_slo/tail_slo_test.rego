@@ -13,6 +13,7 @@ _predicted := {
 
 _evidence := {
 	"ref": "ev@v1", "fresh": true, "age_days": 6, "offered_rps_per_replica": 9.6,
+	"entry": "imported", "completed": 5700, "failed": 0, "error_rate": 0,
 	"per_class": {"interactive": _measured},
 }
 
@@ -66,9 +67,48 @@ test_fail_no_evidence_at_peak if {
 		"policy": "tail_slo",
 		"rule": "no_evidence_at_peak",
 		"severity": "high",
-		"message": "no fresh load-test evidence at or above the peak of 5.5 requests/s per ready replica (1 fresh evidence)",
-		"details": {"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 4}]},
+		"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica without failures (1 fresh evidence; 0 declared by hand, not counted)",
+		"details": {
+			"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 4}],
+			"declared_evidence": [],
+		},
 	}} with input as _with({"evidence": [ev]})
+}
+
+test_fail_declared_evidence_does_not_count if {
+	declared := object.union(_evidence, {"ref": "hand@v1", "entry": "declared"})
+	violations := tail_slo.violations with input as _with({"evidence": [declared]})
+	[[v.rule, v.details.declared_evidence] | some v in violations] == [["no_evidence_at_peak", ["hand@v1"]]]
+}
+
+test_success_declared_evidence_counts_when_switched_off if {
+	declared := object.union(_evidence, {"entry": "declared"})
+	tail_slo.violations == set() with input as _with({"evidence": [declared]})
+		with data.capgate.thresholds.require_imported_evidence.tail_slo as false
+}
+
+test_fail_failed_requests_are_not_fast if {
+	# A test where 7 % of requests failed: its surviving requests' latencies look fine.
+	failing := object.union(_evidence, {"completed": 930, "failed": 70, "error_rate": 0.07})
+	tail_slo.violations == {
+		{
+			"policy": "tail_slo", "rule": "evidence_errors", "severity": "high",
+			"message": "evidence ev@v1: 0.07 of requests failed (70 failed), over the maximum error rate of 0.01; its latencies do not show the SLO is met",
+			"details": {"evidence": "ev@v1", "error_rate": 0.07, "failed": 70, "completed": 930, "max_error_rate": 0.01},
+		},
+		{
+			"policy": "tail_slo", "rule": "no_evidence_at_peak", "severity": "high",
+			"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica without failures (1 fresh evidence; 0 declared by hand, not counted)",
+			"details": {
+				"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 9.6}],
+				"declared_evidence": [],
+			},
+		},
+	} with input as _with({"evidence": [failing]})
+}
+
+test_success_errors_within_the_maximum if {
+	tail_slo.violations == set() with input as _with({"evidence": [object.union(_evidence, {"failed": 5, "error_rate": 0.001})]})
 }
 
 test_fail_no_evidence_at_all if {

@@ -13,6 +13,7 @@ from registry.api.audit import audit_router
 from registry.api.deps import DatabaseDep
 from registry.api.errors import error_body, install_error_handlers
 from registry.api.evidence import evidence_router
+from registry.api.evidence_lifecycle import evidence_lifecycle_router
 from registry.api.gate import gate_router
 from registry.api.records import records_router
 from registry.errors import CapgateError
@@ -56,6 +57,7 @@ def create_app(database: Database, settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     # Evidence routes first: /v1/evidence/stale must not be read as a record reference.
     app.include_router(evidence_router(), prefix="/v1")
+    app.include_router(evidence_lifecycle_router(), prefix="/v1")
     app.include_router(gate_router(), prefix="/v1")
     app.include_router(audit_router(), prefix="/v1")
     app.include_router(records_router(), prefix="/v1")

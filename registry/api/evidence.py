@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
@@ -27,6 +27,9 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.records.views import Page, SubmitResult
 from registry.staleness.views import StaleEvidence, StalenessHistory
 from registry.storage.database import Database
+
+if TYPE_CHECKING:
+    from registry.importers.service import ImportFile
 
 MAX_PAGE = 500
 # Bytes read from one upload at most: a 100,000-request detailed vLLM file is ~70 MiB.
@@ -102,6 +105,51 @@ async def _read_uploads(files: list[UploadFile]) -> list[tuple[str, bytes]]:
     return out
 
 
+def _class_files(
+    uploads: list[tuple[str, bytes]], classes: list[str]
+) -> tuple[list[ImportFile], str | None, bool]:
+    """Uploads with their classes: one class for all, or NAME=FILENAME for each (mixed)."""
+    from registry.importers.service import ImportFile
+
+    pairs = [c for c in classes if "=" in c]
+    if not pairs:
+        if len(classes) > 1:
+            raise InvalidInput(
+                "invalid import request",
+                problems=[
+                    FieldProblem(
+                        "traffic_class",
+                        "give one class for every file, or NAME=FILENAME for each file of a "
+                        "mixed test",
+                    )
+                ],
+            )
+        single = classes[0] if classes else None
+        return [ImportFile(name=n, data=d) for n, d in uploads], single, False
+    by_file = {}
+    for pair in classes:
+        name, _, file_name = pair.partition("=")
+        if not name or not file_name:
+            raise InvalidInput(
+                "invalid import request",
+                problems=[FieldProblem("traffic_class", f"{pair!r} is not NAME=FILENAME")],
+            )
+        by_file[file_name.rsplit("/", 1)[-1]] = name
+    inputs = []
+    for file_name, data in uploads:
+        cls = by_file.get(file_name.rsplit("/", 1)[-1])
+        if cls is None:
+            raise InvalidInput(
+                "invalid import request",
+                problems=[
+                    FieldProblem("traffic_class", f"no NAME={file_name} names this file's class")
+                ],
+                source=file_name,
+            )
+        inputs.append(ImportFile(name=file_name, data=data, traffic_class=cls))
+    return inputs, None, True
+
+
 def _with_source(exc: InvalidInput) -> InvalidInput:
     """Name the offending file in the error body (details.source), as the CLI prints it."""
     if exc.source and "source" not in exc.details:
@@ -133,32 +181,40 @@ def evidence_router() -> APIRouter:
         ] = "auto",
         plan: Annotated[str | None, Form(description="Plan reference measured against.")] = None,
         traffic_class: Annotated[
-            str | None, Form(description="The traffic class the test offered.")
+            list[str] | None,
+            Form(
+                description="The traffic class the test offered (one value for every file), "
+                "or NAME=FILENAME once per uploaded file for a mixed test run together."
+            ),
         ] = None,
         measured_at: Annotated[
             str | None,
             Form(description="ISO 8601 with a zone; used when the file states no time."),
         ] = None,
+        replicas: Annotated[
+            int | None,
+            Form(ge=1, description="Ready replicas tested; required unless the file states it."),
+        ] = None,
     ) -> list[SubmitResult]:
         from starlette.concurrency import run_in_threadpool
 
-        from registry.importers.service import import_files
+        from registry.importers.service import ImportOptions, import_files
 
         uploads = await _read_uploads(files)
-        when = _parse_measured_at(measured_at)
+        inputs, single, mixed = _class_files(uploads, [c for c in traffic_class or [] if c])
+        options = ImportOptions(
+            workload=workload,
+            provider=provider,
+            tool=tool,
+            plan=plan or None,
+            traffic_class=single,
+            measured_at=_parse_measured_at(measured_at),
+            replicas=replicas,
+            mixed=mixed,
+        )
 
         def work() -> list[SubmitResult]:
-            return import_files(
-                database,
-                uploads,
-                principal=principal,
-                tool=tool,
-                workload=workload,
-                provider=provider,
-                plan=plan or None,
-                traffic_class=traffic_class or None,
-                measured_at=when,
-            )
+            return import_files(database, inputs, options, principal=principal)
 
         try:
             # Parsing and writing block: keep them off the event loop.

@@ -22,7 +22,7 @@ from registry.gate.input_document import (
 )
 from registry.planner.result import PlanRecomputation
 from registry.records.common import Basis, Distribution
-from registry.records.evidence import ImportFindings, LoadTestEvidence
+from registry.records.evidence import ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
 
 SCENARIOS = ("peak", "one_worker_lost", "largest_zone_lost")
@@ -71,7 +71,11 @@ def _length_cv(distribution: Distribution | None) -> float | None:
 
 
 def _findings(evidence: LoadTestEvidence, workload: WorkloadProfile) -> EvidenceFindings:
-    """The import's findings, or the same figures derived from a submitted record."""
+    """The import's findings, or the same figures derived from a submitted record.
+
+    Priority classes always come from the workload: a result file knows which classes the
+    test offered, only the workload knows their priorities.
+    """
     stated: ImportFindings | None = evidence.findings
     priorities = {
         c.priority
@@ -85,7 +89,7 @@ def _findings(evidence: LoadTestEvidence, workload: WorkloadProfile) -> Evidence
             prompt_tokens_cv=stated.prompt_tokens.cv,
             output_tokens_cv=stated.output_tokens.cv,
             cancellation_exercised=bool(stated.cancellations_exercised),
-            priority_classes=stated.priority_classes or len(priorities),
+            priority_classes=len(priorities),
         )
     return EvidenceFindings(
         prompt_tokens_cv=_length_cv(evidence.offered.prompt_tokens),
@@ -95,28 +99,46 @@ def _findings(evidence: LoadTestEvidence, workload: WorkloadProfile) -> Evidence
     )
 
 
+def _error_rate(completed: int | None, failed: int | None) -> float | None:
+    if completed is None or failed is None or completed + failed == 0:
+        return None
+    return round(failed / (completed + failed), 6)
+
+
+def _total(values: list[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+
+def _rate_per_replica(offered: Offered) -> float | None:
+    """The load the test really carried per replica: a client that fell behind sent less."""
+    rate = offered.request_rate_rps
+    if offered.client_behind:
+        rate = offered.achieved_rate_rps  # unknown achieved rate: no rate to claim at all
+    return rate / offered.replicas if rate is not None else None
+
+
 def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
     evidence = item.model
     offered = evidence.offered
-    per_replica = (
-        offered.request_rate_rps / offered.replicas
-        if offered.request_rate_rps is not None
-        else None
-    )
     measured = evidence.measured_against
+    results = evidence.results.per_class
     per_class = {
         name: EvidenceClassInput(
             ttft_p99_ms=result.ttft_ms.at(99) if result.ttft_ms else None,
             tpot_p99_ms=result.tpot_ms.at(99) if result.tpot_ms else None,
             e2e_p99_ms=result.e2e_ms.at(99) if result.e2e_ms else None,
             queue_p99_ms=result.queue_ms.at(99) if result.queue_ms else None,
+            error_rate=_error_rate(result.completed, result.failed),
         )
-        for name, result in evidence.results.per_class.items()
+        for name, result in results.items()
     }
+    completed = _total([r.completed for r in results.values()])
+    failed = _total([r.failed for r in results.values()])
     return EvidenceInput(
         ref=item.view.ref,
         digest=item.view.digest,
         tool=evidence.tool.name,
+        entry=evidence.provenance.entry.value,
         fresh=item.freshness.fresh,
         stale_reasons=item.freshness.reasons,
         age_days=round(item.freshness.age_days, 3),
@@ -126,7 +148,11 @@ def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
             "plan": measured.plan,
         },
         replicas=offered.replicas,
-        offered_rps_per_replica=per_replica,
+        offered_rps_per_replica=_rate_per_replica(offered),
+        client_behind=offered.client_behind,
+        completed=completed,
+        failed=failed,
+        error_rate=_error_rate(completed, failed),
         classes=list(offered.classes or evidence.results.per_class),
         per_class=per_class,
         findings=_findings(evidence, context.workload),

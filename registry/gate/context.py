@@ -13,6 +13,7 @@ from typing import cast
 
 from sqlalchemy.orm import Session
 
+from registry.evidence_lifecycle import withdrawn_ids
 from registry.gate.waivers import WaiverRecord
 from registry.records import service
 from registry.records.evidence import LoadTestEvidence
@@ -121,6 +122,10 @@ def build_context(
     latest: dict[str, RecordRow] = {}
     for row in repo.evidence_for(workload_row.name, provider_row.name):
         latest[row.name] = row  # ordered by name, version: the last one of a name wins
+    # Withdrawn evidence supports nothing and blocks nothing: it is left out entirely. A
+    # withdrawn latest version takes its name out; the version it replaced stays replaced.
+    withdrawn = withdrawn_ids(session, [row.id for row in latest.values()])
+    latest = {name: row for name, row in latest.items() if row.id not in withdrawn}
     evidence_refs = repo.references([row.id for row in latest.values()])
     recorded = StalenessRepository(session).history([row.id for row in latest.values()])
     items = []

@@ -96,6 +96,9 @@ class EvidenceClassInput(_Doc):
     tpot_p99_ms: float | None
     e2e_p99_ms: float | None
     queue_p99_ms: float | None
+    error_rate: float | None = Field(
+        description="failed / (completed + failed) for this class; null when not stated."
+    )
 
 
 class EvidenceFindings(_Doc):
@@ -109,6 +112,9 @@ class EvidenceFindings(_Doc):
 
 class EvidenceInput(RecordIdentity):
     tool: str
+    entry: str = Field(
+        description="imported (read by capgate from the raw file's bytes) or declared (by hand)."
+    )
     fresh: bool = Field(description="False when stale for any reason below, or too old.")
     stale_reasons: list[str]
     age_days: float
@@ -116,7 +122,18 @@ class EvidenceInput(RecordIdentity):
         description="workload, provider and plan refs (plan may be null)."
     )
     replicas: int
-    offered_rps_per_replica: float | None
+    offered_rps_per_replica: float | None = Field(
+        description="The load the test really put on each replica: the offered rate, or the "
+        "achieved rate when the client fell behind (null if the achieved rate is unknown)."
+    )
+    client_behind: bool = Field(
+        description="The load generator could not keep the offered schedule."
+    )
+    completed: int | None = Field(description="Completed requests over all classes.")
+    failed: int | None = Field(description="Failed requests over all classes.")
+    error_rate: float | None = Field(
+        description="failed / (completed + failed) over all classes; null when not stated."
+    )
     classes: list[str]
     per_class: dict[str, EvidenceClassInput]
     findings: EvidenceFindings
@@ -184,3 +201,11 @@ class GateInput(_Doc):
 
 def input_json_schema() -> dict[str, Any]:
     return GateInput.model_json_schema()
+
+
+if __name__ == "__main__":  # regenerate docs/gate-input.schema.json
+    import json
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parents[2] / "docs" / "gate-input.schema.json"
+    target.write_text(json.dumps(input_json_schema(), indent=2) + "\n", encoding="utf-8")

@@ -4,9 +4,11 @@ Pure functions: bytes in, validated records out, no I/O. Supported tools and fil
 
 =================  ==================================================================
 ``vllm-bench``     ``vllm bench serve --save-result`` (with or without
-                   ``--save-detailed``) and legacy ``benchmark_serving.py``
+                   ``--save-detailed``), ``--append-result`` JSON Lines, ``vllm bench
+                   sweep`` ``summary.json`` and legacy ``benchmark_serving.py``
 ``guidellm``       GuideLLM JSON reports, old (v0.2/v0.3) and new (metadata v1/v2)
 ``inference-perf`` ``*_lifecycle_metrics.json`` and ``per_request_lifecycle_metrics.json``
+                   (``*_prometheus_metrics.json`` is refused: server-side metrics)
 ``genai-perf``     ``profile_export_genai_perf.json``
 ``aiperf``         ``profile_export_aiperf.json`` and ``profile_export.jsonl``
 =================  ==================================================================
@@ -18,12 +20,20 @@ whatever the tool calls it (see docs/importers.md for the mapping per tool).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers import aiperf, genai_perf, guidellm, inference_perf, vllm
-from registry.importers.common import ImportContext, ImportedStage, build_records, refuse
+from registry.importers.combine import ClassFile, combine
+from registry.importers.common import (
+    ImportContext,
+    ImportedStage,
+    ParsedStage,
+    build_records,
+    refuse,
+)
 from registry.records.evidence import CvBasis, ImportFindings, LengthUniformity, LoadTestEvidence
 
 __all__ = [
@@ -33,23 +43,33 @@ __all__ = [
     "ImportedStage",
     "LengthUniformity",
     "detect_tool",
+    "import_class_files",
     "import_result_file",
     "import_result_file_with_findings",
 ]
 
 TOOLS: tuple[str, ...] = ("vllm-bench", "guidellm", "inference-perf", "genai-perf", "aiperf")
 
-_EXPECTED = (
-    "expected one of: a vLLM bench result (mean_ttft_ms, request_throughput, num_prompts), "
-    "a GuideLLM report (benchmarks: [...]), an inference-perf lifecycle report "
-    "(load_summary, successes) or per-request list, a GenAI-Perf export "
-    "(request_throughput: {unit, avg}) or an AIPerf export (profile_export_aiperf.json or "
-    "profile_export.jsonl)"
+# What `capgate evidence import` reads, listed in every "unknown format" message.
+SUPPORTED_FORMATS = (
+    "vllm-bench: `vllm bench serve --save-result` JSON (also --save-detailed, "
+    "--append-result JSON Lines, `vllm bench sweep` summary.json, legacy benchmark_serving.py)",
+    "guidellm: GuideLLM benchmark report JSON (v0.2/v0.3 and metadata v1/v2)",
+    "inference-perf: *_lifecycle_metrics.json, per_request_lifecycle_metrics.json (not "
+    "*_prometheus_metrics.json: server-side metrics, refused)",
+    "genai-perf: profile_export_genai_perf.json",
+    "aiperf: profile_export_aiperf.json, profile_export.jsonl",
 )
+_EXPECTED = "supported tools and formats: " + "; ".join(SUPPORTED_FORMATS)
 
 
 def _load(data: bytes, *, source: str) -> Any:
-    """The file as JSON, or as JSON Lines when it is one object per line."""
+    """The file as JSON, or as JSON Lines (one object per line) as a list of the objects.
+
+    JSON Lines come from vLLM's --append-result (mainline writes "\\n" *before* each appended
+    object, so there may be no trailing newline, and writers mixed over time leave blank
+    lines) and AIPerf's profile_export.jsonl; which tool wrote the rows is detect_tool's call.
+    """
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -60,22 +80,46 @@ def _load(data: bytes, *, source: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         first_error = exc
-    # One JSON object per line is AIPerf's per-request export.
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) > 1 and lines[0].lstrip().startswith("{"):
-        return aiperf.load_jsonl(text, source=source)
+    # Split on "\n" only: str.splitlines() also breaks at U+2028 and other separators that
+    # a writer may leave unescaped inside a JSON string.
+    lines = text.split("\n")
+    first = next((ln for ln in lines if ln.strip()), "")
+    if first.lstrip().startswith("{") and sum(1 for ln in lines if ln.strip()) > 1:
+        rows = vllm.JsonLines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise refuse(
+                    f"line {number}",
+                    f"not JSON ({exc.msg} at column {exc.colno}); a JSON Lines file holds one "
+                    "JSON object per line",
+                    source=source,
+                ) from exc
+            rows.line_numbers.append(number)
+        return rows
     raise refuse(
         "(file)",
-        f"not JSON ({first_error.msg} at line {first_error.lineno} column {first_error.colno})",
+        f"not JSON ({first_error.msg} at line {first_error.lineno} column "
+        f"{first_error.colno}); {_EXPECTED}",
         source=source,
     )
 
 
 def detect_tool(doc: Any) -> str | None:
-    """The tool that wrote a parsed result file, judged from its shape; None if unknown."""
+    """The tool that wrote a parsed result file, judged from its shape; None if unknown.
+
+    A list is JSON Lines or a JSON array: AIPerf per-request rows ({metadata, metrics}),
+    vLLM results (--append-result lines, a sweep summary.json) or inference-perf's
+    per-request records. The parser then checks every row, not only the ones looked at here.
+    """
     if isinstance(doc, list):
         if aiperf.looks_like_jsonl(doc):
             return "aiperf"
+        if vllm.looks_like(doc):
+            return "vllm-bench"
         if inference_perf.looks_like(doc):
             return "inference-perf"
         return None
@@ -112,16 +156,34 @@ def import_result_file_with_findings(
     traffic_class: str | None = None,
     measured_at: datetime | None = None,
     name: str | None = None,
+    replicas: int | None = None,
 ) -> list[ImportedStage]:
     """Import a result file; one ``ImportedStage`` (evidence + findings) per stage.
 
     ``tool`` is one of ``TOOLS`` or ``"auto"`` (judged from the file's shape).
     ``measured_at`` is used when the file states no time of its own, or only a wall-clock
-    time without a zone. ``name`` overrides the record name derived from ``file_name``;
+    time without a zone. ``replicas`` is required unless the file states it. ``name``
+    overrides the record name derived from ``file_name``;
     stages of a multi-stage file are named ``<name>-stage-<i>`` and labelled
     ``{series: <name>, stage: "<i>"}``. Raises ``InvalidInput`` (with a FieldProblem naming
     the key) for a file of unknown or broken format.
     """
+    stages = _parse(data, file_name=file_name, tool=tool)
+    ctx = ImportContext(
+        data=data,
+        file_name=file_name,
+        workload=workload,
+        provider=provider,
+        plan=plan,
+        traffic_class=traffic_class,
+        measured_at=measured_at,
+        name=name,
+        replicas=replicas,
+    )
+    return build_records(stages, ctx)
+
+
+def _parse(data: bytes, *, file_name: str, tool: str) -> list[ParsedStage]:
     doc = _load(data, source=file_name)
     if tool == "auto":
         detected = detect_tool(doc)
@@ -139,18 +201,48 @@ def import_result_file_with_findings(
             f"unknown tool {tool!r}; expected 'auto' or one of {', '.join(TOOLS)}",
             source=file_name,
         )
-    stages = parser(doc, source=file_name)
-    ctx = ImportContext(
-        data=data,
-        file_name=file_name,
-        workload=workload,
-        provider=provider,
-        plan=plan,
-        traffic_class=traffic_class,
-        measured_at=measured_at,
-        name=name,
-    )
-    return build_records(stages, ctx)
+    return parser(doc, source=file_name)
+
+
+def import_class_files(
+    files: Sequence[tuple[str, str, bytes]],
+    *,
+    tool: str = "auto",
+    workload: str,
+    provider: str,
+    plan: str | None = None,
+    measured_at: datetime | None = None,
+    name: str | None = None,
+    replicas: int | None = None,
+) -> ImportedStage:
+    """One evidence record from (traffic class, file name, bytes) triples run together.
+
+    Each file must hold one stage; the files' measurement windows must overlap (see
+    ``registry.importers.combine``).
+    """
+    parts: list[ClassFile] = []
+    for traffic_class, file_name, data in files:
+        stages = _parse(data, file_name=file_name, tool=tool)
+        if len(stages) != 1:
+            raise refuse(
+                "--class",
+                f"holds {len(stages)} stages; a file given for one class of a mixed test must "
+                "hold one run",
+                source=file_name,
+            )
+        ctx = ImportContext(
+            data=data,
+            file_name=file_name,
+            workload=workload,
+            provider=provider,
+            plan=plan,
+            traffic_class=traffic_class,
+            measured_at=measured_at,
+            name=name,
+            replicas=replicas,
+        )
+        parts.append(ClassFile(traffic_class=traffic_class, stage=stages[0], ctx=ctx))
+    return combine(parts, name=name)
 
 
 def import_result_file(
@@ -164,6 +256,7 @@ def import_result_file(
     traffic_class: str | None = None,
     measured_at: datetime | None = None,
     name: str | None = None,
+    replicas: int | None = None,
 ) -> list[LoadTestEvidence]:
     """Import a result file into one ``LoadTestEvidence`` per stage (see the findings variant)."""
     return [
@@ -178,5 +271,6 @@ def import_result_file(
             traffic_class=traffic_class,
             measured_at=measured_at,
             name=name,
+            replicas=replicas,
         )
     ]

@@ -30,14 +30,17 @@ from registry.records.common import NAME_PATTERN, Distribution
 from registry.records.evidence import (
     ClassResult,
     CvBasis,
+    EntryKind,
     ImportFindings,
     LengthUniformity,
     LoadTestEvidence,
     MeasuredAgainst,
     Offered,
     Percentiles,
+    Provenance,
     RawFile,
     Results,
+    SourceFile,
     Throughput,
     ToolInfo,
 )
@@ -58,6 +61,12 @@ class ParsedStage:
     stage: str | None = None  # stage label when the file holds several ("0", "1", ...)
     measured_at: datetime | None = None
     measured_at_naive: bool = False  # the file's time has no zone (a local wall clock)
+    measured_at_is_end: bool = False  # the file's time marks the end of the run (vLLM's date)
+    # The traffic class the file itself names (vLLM --metadata class=..., a label), if any.
+    class_label: str | None = None
+    # Ready replicas behind the tested endpoint, when the file states it, and where.
+    replicas: int | None = None
+    replicas_basis: str | None = None
     # offered
     request_rate_rps: float | None = None
     concurrency: int | None = None
@@ -66,12 +75,18 @@ class ParsedStage:
     duration_s: float | None = None
     cancellation_rate: float | None = None
     rate_unbounded: bool = False  # vLLM's request_rate "inf": all requests sent at once
+    # What the client really sent; when it fell well short of the offered schedule the test
+    # measured that lower load, and the record must say so (client_behind).
+    achieved_rate_rps: float | None = None
+    client_behind: bool = False
+    client_behind_reason: str | None = None
     prompt_tokens: Distribution | None = None
     output_tokens: Distribution | None = None
     # results
     completed: int | None = None
     failed: int | None = None
     cancelled: int | None = None
+    incomplete: int | None = None  # cut off when the tool stopped measuring
     ttft_ms: Percentiles | None = None
     tpot_ms: Percentiles | None = None
     itl_ms: Percentiles | None = None
@@ -153,12 +168,19 @@ def slug(text: str, *, max_len: int = 100) -> str:
     return s or "load-test"
 
 
+# File names every run of a tool writes alike; the folder above them tells runs apart.
+_GENERIC_STEMS = frozenset({"summary", "results", "benchmarks", "profile_export_aiperf"})
+
+
 def base_name_from_file(file_name: str) -> str:
-    stem = file_name.rsplit("/", 1)[-1]
+    parts = file_name.replace("\\", "/").rsplit("/", 2)
+    stem = parts[-1]
     for ext in (".json", ".jsonl", ".yaml", ".yml", ".csv"):
         if stem.lower().endswith(ext):
             stem = stem[: -len(ext)]
             break
+    if stem.lower() in _GENERIC_STEMS and len(parts) > 1 and parts[-2]:
+        stem = f"{parts[-2]}-{stem}"
     return slug(stem)
 
 
@@ -232,6 +254,24 @@ class ImportContext:
     traffic_class: str | None
     measured_at: datetime | None
     name: str | None
+    replicas: int | None = None
+
+
+# An achieved send rate this far below the offered one means the client fell behind.
+BEHIND_RATIO = 0.9
+
+
+def judge_schedule(stage: ParsedStage) -> None:
+    """Mark a stage whose client could not keep the offered rate (achieved < 90 % offered)."""
+    offered, achieved = stage.request_rate_rps, stage.achieved_rate_rps
+    if stage.client_behind or offered is None or achieved is None:
+        return
+    if achieved < BEHIND_RATIO * offered:
+        stage.client_behind = True
+        stage.client_behind_reason = (
+            f"achieved rate {achieved:g} req/s is {achieved / offered:.0%} of the offered "
+            f"{offered:g} req/s"
+        )
 
 
 def _resolve_measured_at(stage: ParsedStage, ctx: ImportContext) -> datetime:
@@ -242,8 +282,9 @@ def _resolve_measured_at(stage: ParsedStage, ctx: ImportContext) -> datetime:
         if ctx.measured_at is not None:
             stage.notes.append(
                 f"the file's time {stage.measured_at.isoformat()} has no time zone; the "
-                "measured_at argument was used instead"
+                "measured_at argument (the run's start) was used instead"
             )
+            stage.measured_at_is_end = False
             return ctx.measured_at
         stage.notes.append(
             f"the file's time {stage.measured_at.isoformat()} has no time zone; read as UTC"
@@ -252,10 +293,105 @@ def _resolve_measured_at(stage: ParsedStage, ctx: ImportContext) -> datetime:
     if ctx.measured_at is not None:
         return ctx.measured_at
     raise refuse(
-        "measured_at",
-        "the file states no time of measurement; pass measured_at",
+        "--measured-at",
+        "the file states no time of measurement; pass --measured-at with an ISO 8601 time "
+        "and zone, e.g. --measured-at 2026-11-24T14:05:00Z (API: form field measured_at)",
         source=ctx.file_name,
     )
+
+
+def _check_completed(stage: ParsedStage, source: str) -> None:
+    """A run that completed nothing measured nothing: its zero latencies are not fast."""
+    if stage.completed == 0:
+        failed = f", failed: {stage.failed}" if stage.failed is not None else ""
+        where = f"stage {stage.stage}: " if stage.stage is not None else ""
+        raise refuse(
+            "completed",
+            f"{where}completed: 0{failed}; no request completed, so the file's latencies "
+            "(stated as 0) measure nothing. Fix the run and load the test again",
+            source=source,
+            summary=f"cannot import {source}: {where}completed: 0{failed}",
+        )
+
+
+def _replicas(stage: ParsedStage, ctx: ImportContext) -> tuple[int, str]:
+    """Replicas behind the endpoint and where the number came from (file or flag)."""
+    if stage.replicas is not None and ctx.replicas is not None and stage.replicas != ctx.replicas:
+        raise refuse(
+            "--replicas",
+            f"the file states {stage.replicas} replicas ({stage.replicas_basis}) but "
+            f"--replicas {ctx.replicas} was given; drop the flag or correct it",
+            source=ctx.file_name,
+        )
+    if stage.replicas is not None:
+        stage.notes.append(f"{stage.replicas} replicas, from the file ({stage.replicas_basis})")
+        return stage.replicas, "file"
+    if ctx.replicas is not None:
+        return ctx.replicas, "flag"
+    raise refuse(
+        "--replicas",
+        "the file does not state how many replicas served the test; pass --replicas N "
+        "(API: form field replicas). Rates are divided by it, so it cannot default to 1",
+        source=ctx.file_name,
+    )
+
+
+def _class_name(stage: ParsedStage, ctx: ImportContext) -> str:
+    label, given = stage.class_label, ctx.traffic_class
+    if label is not None and given is not None and label != given:
+        raise refuse(
+            "--class",
+            f"the file names traffic class {label!r} but --class {given} was given; drop the "
+            "flag or correct it",
+            source=ctx.file_name,
+        )
+    return given or label or DEFAULT_CLASS
+
+
+def invalid_record(exc: ValidationError, source: str) -> InvalidInput:
+    problems = [
+        FieldProblem(loc=".".join(str(p) for p in e["loc"]), message=e["msg"]) for e in exc.errors()
+    ]
+    return InvalidInput(
+        f"{source}: the imported figures do not form a valid evidence record",
+        problems=problems,
+        source=source,
+    )
+
+
+def class_result(st: ParsedStage) -> ClassResult:
+    return ClassResult(
+        requests=st.requests,
+        completed=st.completed,
+        failed=st.failed,
+        cancelled=st.cancelled,
+        incomplete=st.incomplete,
+        ttft_ms=st.ttft_ms,
+        tpot_ms=st.tpot_ms,
+        itl_ms=st.itl_ms,
+        e2e_ms=st.e2e_ms,
+        queue_ms=st.queue_ms,
+    )
+
+
+def source_file(ctx: ImportContext, st: ParsedStage, traffic_class: str) -> SourceFile:
+    return SourceFile(
+        file_name=ctx.file_name.rsplit("/", 1)[-1],
+        sha256=sha256_digest(ctx.data),
+        size_bytes=len(ctx.data),
+        traffic_class=traffic_class,
+        tool=st.tool,
+        tool_version=st.tool_version,
+    )
+
+
+def prepare_stage(st: ParsedStage, ctx: ImportContext) -> tuple[datetime, int, str]:
+    """Checks and settles one stage: (measured_at, replicas, replicas_source)."""
+    _check_completed(st, ctx.file_name)
+    judge_schedule(st)
+    measured_at = _resolve_measured_at(st, ctx)
+    replicas, replicas_source = _replicas(st, ctx)
+    return measured_at, replicas, replicas_source
 
 
 def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[ImportedStage]:
@@ -268,7 +404,6 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
         sha256=sha256_digest(ctx.data),
         size_bytes=len(ctx.data),
     )
-    cls = ctx.traffic_class or DEFAULT_CLASS
     out: list[ImportedStage] = []
     for i, st in enumerate(stages):
         stage_label = st.stage if st.stage is not None else (str(i) if multi else None)
@@ -278,7 +413,8 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
             labels["stage"] = stage_label
         if multi:
             labels["series"] = base
-        measured_at = _resolve_measured_at(st, ctx)
+        measured_at, replicas, replicas_source = prepare_stage(st, ctx)
+        cls = _class_name(st, ctx)
         missing = sorted(set(st.missing))
         try:
             evidence = LoadTestEvidence(
@@ -290,51 +426,41 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
                 tool=ToolInfo(name=st.tool, version=st.tool_version),
                 raw_file=raw,
                 measured_at=measured_at,
-                offered=Offered(
-                    request_rate_rps=st.request_rate_rps,
-                    concurrency=st.concurrency,
-                    rate_unbounded=st.rate_unbounded,
-                    burstiness=st.burstiness,
-                    requests=st.requests,
-                    duration_s=st.duration_s,
-                    classes=[cls],
-                    cancellation_rate=st.cancellation_rate,
-                    prompt_tokens=st.prompt_tokens,
-                    output_tokens=st.output_tokens,
-                ),
-                results=Results(
-                    per_class={
-                        cls: ClassResult(
-                            requests=st.requests,
-                            completed=st.completed,
-                            failed=st.failed,
-                            cancelled=st.cancelled,
-                            ttft_ms=st.ttft_ms,
-                            tpot_ms=st.tpot_ms,
-                            itl_ms=st.itl_ms,
-                            e2e_ms=st.e2e_ms,
-                            queue_ms=st.queue_ms,
-                        )
-                    },
-                    throughput=st.throughput,
-                ),
+                offered=offered_for(st, classes=[cls], replicas=replicas),
+                results=Results(per_class={cls: class_result(st)}, throughput=st.throughput),
                 missing=missing,
                 findings=findings_for(st),
+                provenance=Provenance(
+                    entry=EntryKind.imported,
+                    replicas_source=replicas_source,
+                    files=[source_file(ctx, st, cls)],
+                ),
             )
         except ValidationError as exc:
-            problems = [
-                FieldProblem(loc=".".join(str(p) for p in e["loc"]), message=e["msg"])
-                for e in exc.errors()
-            ]
-            raise InvalidInput(
-                f"{ctx.file_name}: the imported figures do not form a valid evidence record",
-                problems=problems,
-                source=ctx.file_name,
-            ) from exc
+            raise invalid_record(exc, ctx.file_name) from exc
         if not _NAME_RE.match(name):  # pragma: no cover - slug() guarantees the pattern
             raise refuse("name", f"{name!r} is not a valid record name", source=ctx.file_name)
         out.append(ImportedStage(evidence=evidence, findings=evidence.findings or findings_for(st)))
     return out
+
+
+def offered_for(st: ParsedStage, *, classes: list[str], replicas: int) -> Offered:
+    return Offered(
+        request_rate_rps=st.request_rate_rps,
+        concurrency=st.concurrency,
+        rate_unbounded=st.rate_unbounded,
+        burstiness=st.burstiness,
+        requests=st.requests,
+        duration_s=st.duration_s,
+        replicas=replicas,
+        achieved_rate_rps=st.achieved_rate_rps,
+        client_behind=st.client_behind,
+        client_behind_reason=st.client_behind_reason,
+        classes=classes,
+        cancellation_rate=st.cancellation_rate,
+        prompt_tokens=st.prompt_tokens,
+        output_tokens=st.output_tokens,
+    )
 
 
 def note_missing(stage: ParsedStage, checks: Mapping[str, object]) -> None:

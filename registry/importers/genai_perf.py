@@ -1,9 +1,20 @@
 """GenAI-Perf ``profile_export_genai_perf.json`` (triton-inference-server/perf_analyzer).
 
-Each request metric is ``{unit, avg, p1..p99, min, max, std}`` (no median key, no p99.9);
-system metrics are ``{unit, avg}``. GenAI-Perf's ``inter_token_latency`` is per request,
-(e2e - ttft) / (output tokens - 1): capgate stores it as ``tpot_ms``. GenAI-Perf states no
-pooled ITL. The helpers here are shared with AIPerf, which writes the same metric shape.
+Each request metric is ``{unit, avg, p1..p99, min, max, std}`` (no median key, no p99.9;
+files from the 25.01 SDK state only p25..p99); system metrics are ``{unit, avg}``. What each
+metric means (``genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py``):
+
+* ``inter_token_latency``: per request, (e2e - ttft) / (output tokens - 1), one value per
+  request (request-weighted): capgate's ``tpot_ms``. GenAI-Perf keeps its per-chunk gaps
+  out of the export, so no pooled ITL is stated;
+* ``request_count`` is the number of requests the statistics cover; it can be below the
+  configured count, and the export does not say why. It states no failed or cancelled
+  requests (GenAI-Perf stops with an error on an SSE error event instead).
+
+The offered load is ``input_config.concurrency`` / ``request_rate`` in the flat layout
+(25.01 SDK) and ``input_config.perf_analyzer.stimulus`` in the nested one (25.07 SDK; its
+``analyze.sweep_parameters`` belong to the analyze subcommand and are not the load of a
+profile run). The helpers here are shared with AIPerf, which writes the same metric shape.
 """
 
 from __future__ import annotations
@@ -107,6 +118,31 @@ def lengths(stage: ParsedStage, block: Any, *, which: str, samples: int | None) 
         stage.output_tokens, stage.output_cv = dist, est
 
 
+def _load(stage: ParsedStage, config: dict[str, Any]) -> int | None:
+    """Concurrency or request rate from either layout; the configured request count."""
+    pa = obj(config.get("perf_analyzer"))
+    if pa is not None:
+        stimulus = obj(pa.get("stimulus")) or {}
+        conc = count(stimulus.get("concurrency"))
+        stage.concurrency = conc if conc else None
+        stage.request_rate_rps = pos(stimulus.get("request_rate"))
+        measurement = obj(pa.get("measurement")) or {}
+        mode = measurement.get("mode")
+        if isinstance(mode, str):
+            stage.notes.append(f"perf_analyzer measurement mode {mode}")
+        warmup = count(pa.get("warmup_request_count"))
+        if warmup:
+            stage.notes.append(f"{warmup} warm-up requests not in the figures")
+        return count(measurement.get("num")) if mode == "request_count" else None
+    conc = count(config.get("concurrency"))
+    stage.concurrency = conc if conc else None
+    stage.request_rate_rps = pos(config.get("request_rate"))
+    warmup = count(config.get("warmup_request_count"))
+    if warmup:
+        stage.notes.append(f"{warmup} warm-up requests not in the figures")
+    return count(config.get("request_count"))
+
+
 def parse(doc: Any, *, source: str) -> list[ParsedStage]:
     if not isinstance(doc, dict) or not isinstance(doc.get("request_throughput"), dict):
         raise refuse(
@@ -118,12 +154,17 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
     stage = ParsedStage(tool=TOOL)
     stage.notes.append("the file does not state the GenAI-Perf version")
     config = obj(doc.get("input_config")) or {}
-    conc = count(config.get("concurrency"))
-    stage.concurrency = conc if conc else None
-    stage.request_rate_rps = pos(config.get("request_rate"))
+    configured = _load(stage, config)
     requests = count(avg(doc.get("request_count")))
     stage.requests = requests
     stage.completed = requests
+    if configured is not None and requests is not None and configured != requests:
+        stage.notes.append(
+            f"configured request count {configured} but the export covers {requests}; "
+            "GenAI-Perf does not say whether the others failed or fell outside "
+            "perf_analyzer's measurement window"
+        )
+    stage.notes.append("GenAI-Perf exports state no failed or cancelled requests")
 
     stage.ttft_ms = metric_percentiles(
         doc.get("time_to_first_token"), stage=stage, what="time_to_first_token", source=source
@@ -147,6 +188,12 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
         goodput_requests_per_s=avg(doc.get("request_goodput")),
     )
     stage.cancellation_basis = "GenAI-Perf exports carry no cancellation figure"
+    telemetry = obj(doc.get("telemetry_stats"))
+    if telemetry:
+        gpus = {k for m in telemetry.values() if isinstance(m, dict) for k in m if k != "unit"}
+        stage.notes.append(
+            f"telemetry_stats ({len(telemetry)} metrics over {len(gpus)} GPU(s)) not imported"
+        )
     stage.priority_classes = 1
     stage.priority_basis = "GenAI-Perf sends one request stream without priorities"
     standard_missing(stage)

@@ -1,19 +1,37 @@
-"""GuideLLM benchmark reports: the old v0.2/v0.3 schema and the newer report (metadata v1/v2).
+"""GuideLLM benchmark reports: the old schema (v0.2/v0.3) and the report schema (v0.4 on).
 
-Quirks handled here:
+Two layouts, read by shape rather than by version string:
 
-* percentile keys ``p001`` and ``p999`` are the 0.1th and 99.9th percentiles, ``p01`` and
-  ``p05`` the 1st and 5th (three digits carry one decimal place);
-* ``request_latency`` is in seconds, the ``*_ms`` metrics in milliseconds;
-* old files state the median only as ``median`` (no ``p50``);
-* GuideLLM's TPOT divides (e2e - ttft) by *all* output tokens and its per-request ITL by
-  (output tokens - 1); the latter is capgate's per-request TPOT. Newer versions pool these
-  metrics per token instead (the metric's ``count`` exceeds the request count): then the ITL
-  is a pooled inter-token latency, like vLLM's, and no per-request TPOT is stated;
-* every benchmark in ``benchmarks`` is one stage (a sweep writes several).
+* **old** (v0.2/v0.3, no ``metadata``): each benchmark carries ``args``, ``run_stats`` and
+  ``request_totals``; a metric's ``count`` is the number of requests;
+* **report** (the v0.4 rewrite; files carry ``metadata.guidellm_version``, e.g. 0.5.0.dev0,
+  0.8.0.dev18): each benchmark carries ``config``, ``scheduler_metrics`` and
+  ``metrics.request_totals``; a weighted metric's ``count`` is the sum of its weights.
 
-Requests listed under ``requests`` are samples (GuideLLM keeps a bounded sample), so figures
-are taken from the stated statistics, not recomputed from them.
+What each metric means (GuideLLM's own source: ``src/guidellm/benchmark/benchmark.py`` for
+the old schema, ``src/guidellm/schemas/request_stats.py`` and
+``src/guidellm/benchmark/schemas/generative/metrics.py`` for the report schema):
+
+* ``inter_token_latency_ms``: per request, (last token - first token) / (out - 1), which is
+  capgate's TPOT ((e2e - ttft) / (out - 1)). GuideLLM aggregates it token-weighted (each
+  request weighs out - 1) in both schemas: its mean is the pooled mean inter-token gap, its
+  percentiles are percentiles of per-request averages with long outputs weighing more. It
+  is stored as ``tpot_ms`` with that weighting noted. It is not a pooled ITL: GuideLLM keeps
+  only each request's first and last token time, so no version states per-gap latencies
+  and ``itl_ms`` stays missing;
+* ``time_per_output_token_ms``: per request over *all* output tokens, weighted by out. Old
+  schema: (last token - first token) / out; report schema: (last token - request start) /
+  out, so it includes the TTFT. Neither is capgate's TPOT; not stored;
+* ``time_to_first_token_ms`` (ms) and ``request_latency`` (seconds): one value per request;
+* ``request_totals``: ``errored`` requests failed; ``incomplete`` requests were still in
+  flight when the benchmark stopped (a time or count limit) and were cut off by the tool.
+  They are recorded as ``incomplete``, never as cancellations: GuideLLM has no option to
+  cancel requests on purpose, so a GuideLLM test never exercises client cancellation.
+
+Other quirks: percentile keys ``p001``/``p999`` are the 0.1th/99.9th percentiles and
+``p01``/``p05`` the 1st/5th; old files state the median only as ``median``; ``requests``
+lists a bounded sample that may include warm-up and cool-down requests, so figures come
+from the stated statistics; every benchmark in ``benchmarks`` is one stage.
 """
 
 from __future__ import annotations
@@ -36,6 +54,7 @@ from registry.records.evidence import Percentiles, Throughput
 
 TOOL = "guidellm"
 _PKEY = re.compile(r"^p(\d{2,3})$")
+_RATE_STRATEGIES = ("constant", "poisson", "async")
 
 
 def looks_like(doc: Any) -> bool:
@@ -92,13 +111,25 @@ def _latency(
     return pct, count(stat.get("count"))
 
 
-def _totals(bench: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
+def _scheduler(bench: dict[str, Any]) -> dict[str, Any]:
+    """Run statistics: ``scheduler_metrics`` (report schema) or ``run_stats`` (old)."""
+    return obj(bench.get("scheduler_metrics")) or obj(bench.get("run_stats")) or {}
+
+
+def _totals(stage: ParsedStage, bench: dict[str, Any], metrics: dict[str, Any]) -> dict[str, Any]:
     for candidate in (metrics.get("request_totals"), bench.get("request_totals")):
         t = obj(candidate)
         if t is not None:
             return t
-    run_stats = obj(bench.get("run_stats")) or obj(bench.get("scheduler_metrics")) or {}
-    return obj(run_stats.get("requests_made")) or {}
+    made = obj(_scheduler(bench).get("requests_made"))
+    if made is not None:
+        # The scheduler counts every request it made, warm-up and cool-down included.
+        stage.notes.append(
+            "the benchmark states no request_totals; counts taken from the scheduler's "
+            "requests_made, which include warm-up and cool-down requests"
+        )
+        return made
+    return {}
 
 
 def _strategy(bench: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +146,7 @@ def _offered_load(stage: ParsedStage, strategy: dict[str, Any]) -> None:
     elif kind == "concurrent":
         streams = count(strategy.get("streams"))
         stage.concurrency = streams if streams else None
-    elif kind in ("constant", "poisson", "async"):
+    elif kind in _RATE_STRATEGIES:
         stage.request_rate_rps = pos(strategy.get("rate"))
         if kind == "poisson":
             stage.burstiness = 1.0  # Poisson arrivals are gamma arrivals of shape 1
@@ -126,14 +157,12 @@ def _offered_load(stage: ParsedStage, strategy: dict[str, Any]) -> None:
         stage.notes.append("throughput strategy: requests sent as fast as the server accepts")
 
 
-def _parse_bench(bench: dict[str, Any], i: int, version: str | None, source: str) -> ParsedStage:
-    stage = ParsedStage(tool=TOOL, tool_version=version, stage=str(i))
-    metrics = obj(bench.get("metrics"))
-    if metrics is None:
-        raise refuse(f"benchmarks[{i}].metrics", "each benchmark needs metrics", source=source)
+def _window(stage: ParsedStage, bench: dict[str, Any]) -> None:
+    """Start of measurement and its length, clipped to the last request when the window
+    GuideLLM states runs past the end of the run (a cool-down that was never reached)."""
+    sched = _scheduler(bench)
     start = num(bench.get("start_time"))
     if start is None:
-        sched = obj(bench.get("scheduler_metrics")) or obj(bench.get("run_stats")) or {}
         start = num(sched.get("measure_start_time")) or num(sched.get("start_time"))
     if start is not None:
         stage.measured_at = epoch_to_utc(start)
@@ -141,41 +170,91 @@ def _parse_bench(bench: dict[str, Any], i: int, version: str | None, source: str
     duration = pos(bench.get("duration"))
     if duration is None and start is not None and end is not None and end > start:
         duration = end - start
+    last = num(sched.get("request_end_time"))
+    ran = last - start if start is not None and last is not None else None
+    if ran is not None and duration is not None and 0 < ran < duration:
+        stage.notes.append(
+            f"GuideLLM's measurement window ({duration:g} s) runs past the last request "
+            f"({ran:g} s after the start): duration clipped to the last request; "
+            "GuideLLM's per-second rates are averaged over the whole window"
+        )
+        duration = ran
     stage.duration_s = duration
-    _offered_load(stage, _strategy(bench))
 
-    totals = _totals(bench, metrics)
+
+def _counts(stage: ParsedStage, bench: dict[str, Any], metrics: dict[str, Any]) -> None:
+    totals = _totals(stage, bench, metrics)
     ok, err, inc = (count(totals.get(k)) for k in ("successful", "errored", "incomplete"))
     total = count(totals.get("total"))
     if total is None and None not in (ok, err, inc):
         total = (ok or 0) + (err or 0) + (inc or 0)
-    stage.requests, stage.completed, stage.failed, stage.cancelled = total, ok, err, inc
-    stage.cancellations_exercised = None if inc is None else inc > 0
+    stage.requests, stage.completed, stage.failed, stage.incomplete = total, ok, err, inc
+    # GuideLLM cannot cancel requests on purpose: none were, whatever 'incomplete' says.
+    stage.cancelled = 0 if totals else None
+    stage.cancellations_exercised = False if totals else None
     stage.cancellation_basis = (
-        "GuideLLM 'incomplete' requests: in flight when the benchmark ended and cancelled by "
-        "the tool, not client cancellations drawn from the workload"
+        "GuideLLM has no option to cancel requests, so the test did not exercise client "
+        "cancellation; its 'incomplete' requests were cut off when the benchmark stopped "
+        "and are recorded as incomplete"
     )
+    if inc:
+        reason = _scheduler(bench).get("termination_reason")
+        why = f" ({reason})" if isinstance(reason, str) else ""
+        stage.notes.append(
+            f"{inc} request(s) still in flight when the benchmark stopped{why}: recorded as "
+            "incomplete, not as completed, failed or cancelled"
+        )
+    if err:
+        stage.notes.append(f"{err} errored request(s) recorded as failed")
+    status = _scheduler(bench).get("status")
+    if isinstance(status, str) and status != "success":
+        stage.notes.append(f"GuideLLM run status {status!r}")
+    samples = obj(bench.get("requests")) or {}
+    listed = samples.get("successful")
+    if isinstance(listed, list) and listed and ok is not None and len(listed) != ok:
+        stage.notes.append(
+            f"requests.successful lists {len(listed)} sampled requests but the statistics "
+            f"cover {ok} (request_totals); figures are taken from the statistics"
+        )
     stage.priority_classes = 1
     stage.priority_basis = "GuideLLM sends one request stream without priorities"
 
+
+def _latencies(stage: ParsedStage, metrics: dict[str, Any], *, report: bool) -> None:
     stage.ttft_ms, _ = _latency(stage, metrics, "time_to_first_token_ms", 1.0)
     stage.e2e_ms, _ = _latency(stage, metrics, "request_latency", 1000.0)
-    itl, itl_n = _latency(stage, metrics, "inter_token_latency_ms", 1.0)
-    if itl is not None:
-        if ok is not None and itl_n is not None and itl_n <= ok:
-            # One value per request: (e2e - ttft) / (output tokens - 1), capgate's TPOT.
-            stage.tpot_ms = itl
-            stage.notes.append(
-                "GuideLLM per-request ITL ((e2e - ttft) / (out - 1)) stored as tpot_ms; "
-                "GuideLLM's own TPOT ((e2e - ttft) / out) not stored; no pooled ITL stated"
+    stage.tpot_ms, gaps = _latency(stage, metrics, "inter_token_latency_ms", 1.0)
+    if stage.tpot_ms is not None:
+        if report:
+            weight = (
+                f"token-weighted: each request weighs (out - 1); its count, {gaps}, is the "
+                f"number of token gaps over {stage.completed} requests"
             )
         else:
-            stage.itl_ms = itl
-            stage.notes.append(
-                f"GuideLLM ITL pooled over {itl_n} token gaps stored as itl_ms; its TPOT is "
-                "pooled per token too, so no per-request TPOT is stated"
-            )
+            weight = "token-weighted: each request weighs (out - 1) (GuideLLM's benchmark.py)"
+        stage.notes.append(
+            "tpot_ms is GuideLLM's inter_token_latency_ms, per request (last token - first "
+            f"token) / (out - 1), aggregated {weight}; its mean is the pooled mean "
+            "inter-token gap, its percentiles are of per-request values with long outputs "
+            "weighing more than in a request-weighted TPOT"
+        )
+    tpot_def = (
+        "(last token - request start) / out, TTFT included"
+        if report
+        else "(last token - first token) / out"
+    )
+    stage.notes.append(
+        f"GuideLLM's time_per_output_token_ms ({tpot_def}, weighted by out) is not capgate's "
+        "TPOT and is not stored; GuideLLM keeps no per-gap times, so no pooled ITL is stated"
+    )
+    if _successful(metrics, "time_to_first_output_token_ms") is not None:
+        stage.notes.append(
+            "time_to_first_output_token_ms (first non-reasoning token) not stored; ttft_ms "
+            "is the first token of any kind"
+        )
 
+
+def _lengths(stage: ParsedStage, metrics: dict[str, Any]) -> None:
     for key, which in (("prompt_token_count", "prompt"), ("output_token_count", "output")):
         stat = _successful(metrics, key)
         if stat is None:
@@ -198,6 +277,8 @@ def _parse_bench(bench: dict[str, Any], i: int, version: str | None, source: str
         else:
             stage.output_tokens, stage.output_cv = dist, est
 
+
+def _throughput(stage: ParsedStage, metrics: dict[str, Any]) -> None:
     def rate(key: str) -> float | None:
         stat = _successful(metrics, key)
         v = num(stat.get("mean")) if stat is not None else None
@@ -212,6 +293,51 @@ def _parse_bench(bench: dict[str, Any], i: int, version: str | None, source: str
     conc = _successful(metrics, "request_concurrency")
     if conc is not None and num(conc.get("mean")) is not None:
         stage.notes.append(f"measured mean concurrency {num(conc.get('mean')):g}")
+
+
+def _schedule(stage: ParsedStage, bench: dict[str, Any]) -> None:
+    """The rate the client really sent, from how late GuideLLM's scheduler started requests.
+
+    GuideLLM states the mean delay between each request's scheduled and actual start
+    (``request_targeted_start_delay_avg``, old ``request_start_time_targeted_delay_avg``)
+    over every request it made. A client that keeps its schedule starts them on time; one
+    that falls behind accumulates lateness linearly, so over n requests the mean lateness d
+    stretches the send span from (n - 1) / rate to (n - 1) / rate + 2 d. Synchronous and
+    concurrent strategies have no schedule to keep (their "targeted" start is queue time).
+    """
+    offered = stage.request_rate_rps
+    if offered is None:
+        return
+    sched = _scheduler(bench)
+    made = count((obj(sched.get("requests_made")) or {}).get("total"))
+    delay = num(sched.get("request_targeted_start_delay_avg"))
+    if delay is None:
+        delay = num(sched.get("request_start_time_targeted_delay_avg"))
+    if made is None or made < 2 or delay is None or delay < 0:
+        return
+    span = (made - 1) / offered + 2.0 * delay
+    stage.achieved_rate_rps = (made - 1) / span
+    stage.notes.append(
+        f"achieved send rate {stage.achieved_rate_rps:g} req/s estimated from the scheduler: "
+        f"{made} requests started on average {delay:g} s after their scheduled time at "
+        f"{offered:g} req/s"
+    )
+
+
+def _parse_bench(
+    bench: dict[str, Any], i: int, version: str | None, *, report: bool, source: str
+) -> ParsedStage:
+    stage = ParsedStage(tool=TOOL, tool_version=version, stage=str(i))
+    metrics = obj(bench.get("metrics"))
+    if metrics is None:
+        raise refuse(f"benchmarks[{i}].metrics", "each benchmark needs metrics", source=source)
+    _window(stage, bench)
+    _offered_load(stage, _strategy(bench))
+    _counts(stage, bench, metrics)
+    _latencies(stage, metrics, report=report)
+    _lengths(stage, metrics)
+    _throughput(stage, metrics)
+    _schedule(stage, bench)
     standard_missing(stage)
     return stage
 
@@ -230,7 +356,8 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
     for i, bench in enumerate(doc["benchmarks"]):
         if not isinstance(bench, dict):
             raise refuse(f"benchmarks[{i}]", "each benchmark must be an object", source=source)
-        stage = _parse_bench(bench, i, version, source)
+        report = "scheduler_metrics" in bench or "run_stats" not in bench
+        stage = _parse_bench(bench, i, version, report=report, source=source)
         if len(doc["benchmarks"]) == 1:
             stage.stage = None  # a single benchmark is not a series
         if version is None:

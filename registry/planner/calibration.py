@@ -90,7 +90,9 @@ def _case(
         if offered.output_tokens is not None:
             update["output_tokens"] = offered.output_tokens
         if offered.cancellation_rate is not None:
+            # The test states what it offered: that replaces a rate the workload left unknown.
             update["cancellation_rate"] = offered.cancellation_rate
+            update["unknown"] = {k: v for k, v in c.unknown.items() if k != "cancellation_rate"}
         replayed.append(c.model_copy(update=update))
     wl = workload.model_copy(update={"classes": replayed})
     ev_shape = shape if ev_provider.model.name == shape.name else resolve_model(ev_provider)

@@ -26,6 +26,7 @@ from registry.planner.result import (
 )
 from registry.planner.search import Evaluation, Evaluator
 from registry.planner.step_time import Efficiency
+from registry.planner.unknowns import unknown_notes
 from registry.records.evidence import LoadTestEvidence
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
@@ -269,7 +270,8 @@ def recompute(
     # --- sizing and reserve for the plan's own TP -----------------------------------------
     plan_mem = ev.memory(plan_tp)
     r_min = mins.get(plan_tp) if plan_tp in mins else ev.min_replicas(plan_tp)
-    notes: list[str] = []
+    # Shares the workload leaves unknown are planned conservatively; say so first.
+    notes: list[str] = unknown_notes(workload, prefix_caching=plan.serving.enable_prefix_caching)
     warm = provider.warmup.cold_start_to_ready_s
     if plan.warmup is not None and plan.warmup.count_warming_as_capacity:
         findings.append("the plan counts warming replicas as capacity; the planner does not")

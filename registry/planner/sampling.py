@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from registry.planner.unknowns import planned_cancellation_rate
 from registry.records.common import Distribution, quantile_level
 from registry.records.workload import TrafficClass
 
@@ -118,7 +119,8 @@ def draw_class(
     output = sample_lengths(cls.output_tokens, n, rng, cap=max_out)
     # A request never exceeds the model length: vLLM stops generation at max_model_len.
     output = np.minimum(output, np.maximum(1, max_model_len - prompt))
-    cancelled = rng.random(n) < cls.cancellation_rate
+    # Unknown (null) reads as no cancellations: the heavier load, never a guess.
+    cancelled = rng.random(n) < planned_cancellation_rate(cls)
     frac = np.where(cancelled, rng.random(n), np.nan)
     return ClassStream(
         name=cls.name,

@@ -28,6 +28,7 @@ from registry.planner.simulator import (
     simulate,
 )
 from registry.planner.step_time import Efficiency, StepModel
+from registry.planner.unknowns import planned_prefix_share
 from registry.records.plan import CapacityPlan, SchedulingPolicy
 from registry.records.provider import ProviderProfile
 from registry.records.workload import TrafficClass, WorkloadProfile
@@ -236,7 +237,7 @@ class Evaluator:
                     stream=stream,
                     deadline_s=self.deadlines[cls.name],
                     max_queue_depth=adm.max_queue_depth if adm else None,
-                    prefix_share=cls.prefix_cache_share,
+                    prefix_share=planned_prefix_share(cls),
                 )
             )
         sim = simulate(

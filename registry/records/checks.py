@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.records.common import Metadata
-from registry.records.evidence import LoadTestEvidence
+from registry.records.evidence import EntryKind, LoadTestEvidence
 from registry.records.kinds import RecordKind
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
@@ -66,11 +66,17 @@ def _check_evidence(
 ) -> list[FieldProblem]:
     workload = cast(WorkloadProfile, targets["workload"])
     class_names = {c.name for c in workload.classes}
+    # An imported record's class came from --class (or the file's own label): say so.
+    hint = (
+        "; name the class the test offered with --class NAME (API: form field traffic_class)"
+        if evidence.provenance.entry is EntryKind.imported
+        else ""
+    )
     problems = [
         FieldProblem(
             f"results.per_class.{name}",
             f"traffic class {name!r} is not in workload {workload.name} "
-            f"({', '.join(sorted(class_names))})",
+            f"({', '.join(sorted(class_names))}){hint}",
         )
         for name in evidence.results.per_class
         if name not in class_names

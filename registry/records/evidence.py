@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -61,6 +61,15 @@ class Offered(Record):
     requests: NonNegativeInt | None = None
     duration_s: PositiveFloat | None = None
     replicas: PositiveInt = Field(default=1, description="Ready replicas behind the endpoint.")
+    achieved_rate_rps: PositiveFloat | None = Field(
+        default=None, description="Rate the client actually sent, when the tool states it."
+    )
+    client_behind: Bool = Field(
+        default=False,
+        description="The load generator could not keep the offered schedule: the test "
+        "measured the achieved rate, not the offered one.",
+    )
+    client_behind_reason: Text | None = None
     classes: list[Name] = Field(
         default_factory=list, description="Traffic classes mixed into the test."
     )
@@ -89,6 +98,11 @@ class ClassResult(Record):
     completed: NonNegativeInt | None = None
     failed: NonNegativeInt | None = None
     cancelled: NonNegativeInt | None = None
+    incomplete: NonNegativeInt | None = Field(
+        default=None,
+        description="Requests still in flight when the tool stopped measuring (cut off, "
+        "neither completed nor failed).",
+    )
     shed: NonNegativeInt | None = None
     ttft_ms: Percentiles | None = None
     tpot_ms: Percentiles | None = None
@@ -156,6 +170,38 @@ class ImportFindings(Record):
     )
 
 
+class EntryKind(StrEnum):
+    """How a piece of evidence entered the registry."""
+
+    imported = "imported"  # parsed by `capgate evidence import` from the raw file's bytes
+    declared = "declared"  # written by hand; its raw_file digest is a claim nobody checked
+
+
+class SourceFile(Record):
+    """One raw result file an imported record was read from, with the digest of its bytes."""
+
+    file_name: Text
+    sha256: Sha256
+    size_bytes: NonNegativeInt
+    traffic_class: Name
+    tool: Text
+    tool_version: Text | None = None
+
+
+class Provenance(Record):
+    """Where the record's figures came from; set by the registry, never by hand."""
+
+    entry: EntryKind = EntryKind.declared
+    replicas_source: Literal["file", "flag", "declared"] = Field(
+        default="declared",
+        description="file: stated in the result file; flag: given at import (--replicas); "
+        "declared: written in a hand-made record.",
+    )
+    files: list[SourceFile] = Field(
+        default_factory=list, description="Every raw file an import read (one per class)."
+    )
+
+
 class LoadTestEvidence(Metadata):
     measured_against: MeasuredAgainst
     tool: ToolInfo
@@ -169,6 +215,14 @@ class LoadTestEvidence(Metadata):
     findings: ImportFindings | None = Field(
         default=None, description="Uniformity and coverage computed at import, with bases."
     )
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    def raw_digests(self) -> set[str]:
+        """Every raw file digest this record claims to be measured from."""
+        digests = {f.sha256 for f in self.provenance.files}
+        if self.raw_file is not None:
+            digests.add(self.raw_file.sha256)
+        return digests
 
     @model_validator(mode="after")
     def _classes_measured(self) -> Self:

@@ -17,12 +17,13 @@ from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
 from registry.errors import FieldProblem, InvalidInput, NotFound, Unavailable
 from registry.records.common import Metadata
+from registry.records.evidence import EntryKind, LoadTestEvidence
 from registry.records.kinds import RecordKind
 from registry.records.references import parse_ref, pinned
 from registry.records.views import Page, RecordView, SeriesView, SubmitResult
 from registry.storage.database import WriteContext
 from registry.storage.models import RecordRow
-from registry.storage.repository import RecordRepository
+from registry.storage.repository import EvidenceLifecycleRepository, RecordRepository
 
 MAX_PAGE = 500
 
@@ -116,12 +117,53 @@ def load_model(row: RecordRow) -> BaseModel:
 # ---- the verbs ---------------------------------------------------------------------
 
 
-def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitResult:
+def _refuse_claimed_provenance(record: LoadTestEvidence) -> None:
+    """A record submitted by hand cannot claim what only the import path can know.
+
+    `provenance.entry: imported` tells policy that the figures were parsed from the raw
+    file's bytes by capgate; a hand-written record saying so would make a typed-in claim
+    look checked, so only `capgate evidence import` (POST /v1/evidence/import) sets it.
+    """
+    provenance = record.provenance
+    only_import = (
+        "is set only by `capgate evidence import` (POST /v1/evidence/import), which reads "
+        "the raw file's bytes"
+    )
+    problems: list[FieldProblem] = []
+    if provenance.entry is EntryKind.imported:
+        problems.append(
+            FieldProblem(
+                "provenance.entry",
+                f"'imported' {only_import}; a record submitted by hand is 'declared' "
+                "(leave provenance out)",
+            )
+        )
+    if provenance.files:
+        problems.append(FieldProblem("provenance.files", f"{only_import}; leave it out"))
+    if provenance.replicas_source != "declared":
+        problems.append(
+            FieldProblem(
+                "provenance.replicas_source",
+                f"{provenance.replicas_source!r} {only_import}; a record submitted by hand "
+                "states replicas as 'declared'",
+            )
+        )
+    if problems:
+        raise InvalidInput("invalid evidence record", problems=problems)
+
+
+def submit(
+    ctx: WriteContext, *, kind: RecordKind, record: Metadata, via_import: bool = False
+) -> SubmitResult:
     """Store `record` as the next version of its series, or return the identical one.
 
     References are resolved and pinned to `name@vN` before the digest is taken, so a
     plan that says `workload: chat-assistant` means the version that was latest now.
+    `via_import` is True only on the import path (registry.importers.service), the one
+    writer allowed to state `provenance.entry: imported`.
     """
+    if kind is RecordKind.evidence and not via_import:
+        _refuse_claimed_provenance(cast(LoadTestEvidence, record))
     repo = RecordRepository(ctx.session)
     content = record.model_dump(mode="json")
     targets: dict[str, RecordRow] = {}
@@ -150,6 +192,10 @@ def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitRe
         refs = repo.references([existing.id])[existing.id]
         return SubmitResult(created=False, record=to_view(existing, refs))
 
+    if kind is RecordKind.evidence:
+        from registry.staleness.laundering import check_raw_digests
+
+        check_raw_digests(ctx, record=cast(LoadTestEvidence, pinned_record), targets=targets)
     row = RecordRow(
         kind=kind.value,
         name=record.name,
@@ -160,6 +206,10 @@ def submit(ctx: WriteContext, *, kind: RecordKind, record: Metadata) -> SubmitRe
         created_by=ctx.principal,
     )
     repo.add(row, {role: target.id for role, target in targets.items()})
+    if kind is RecordKind.evidence:
+        EvidenceLifecycleRepository(ctx.session).add_raw_digests(
+            row.id, sorted(cast(LoadTestEvidence, pinned_record).raw_digests())
+        )
     from registry.staleness.service import on_new_version
 
     staled = on_new_version(ctx, kind=kind, row=row)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from registry.records.common import (
     Basis,
@@ -68,6 +76,14 @@ class ClassSLO(Record):
         return self
 
 
+# Shares a trace (or a person) may be unable to state. Null means "unknown", never zero, and
+# must come with the reason in `unknown`; the planner plans such a class conservatively (no
+# prefix-cache benefit, no cancellation relief).
+UnknownShare = Literal["prefix_cache_share", "cancellation_rate"]
+UNKNOWN_SHARES: tuple[UnknownShare, ...] = ("prefix_cache_share", "cancellation_rate")
+Reason = Annotated[StrictStr, Field(min_length=1)]
+
+
 class TrafficClass(Record):
     name: Name
     priority: NonNegativeInt = Field(
@@ -82,13 +98,75 @@ class TrafficClass(Record):
     max_output_tokens: PositiveInt | None = Field(
         default=None, description="The max_tokens the clients send; bounds the longest stream."
     )
-    prefix_cache_share: Fraction = Field(
-        default=0.0, description="Share of prompt tokens expected to hit the prefix cache."
+    prefix_cache_share: Fraction | None = Field(
+        default=0.0,
+        description=(
+            "Share of prompt tokens expected to hit the prefix cache; null when unknown "
+            "(give the reason under unknown.prefix_cache_share)."
+        ),
     )
-    cancellation_rate: Fraction = Field(
-        default=0.0, description="Share of requests the client cancels before completion."
+    cancellation_rate: Fraction | None = Field(
+        default=0.0,
+        description=(
+            "Share of requests the client cancels before completion; null when unknown "
+            "(give the reason under unknown.cancellation_rate)."
+        ),
+    )
+    unknown: dict[UnknownShare, Reason] = Field(
+        default_factory=dict,
+        validate_default=True,
+        description=(
+            "Why a share is null: field -> reason, e.g. {cancellation_rate: the trace records "
+            "no cancellations}. Naming a field here is enough to make it null."
+        ),
     )
     slo: ClassSLO
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_reads_as_null(cls, data: Any) -> Any:
+        # `unknown: {cancellation_rate: ...}` alone must not fall back to the 0.0 default:
+        # a reason without a number is a null. (Dumps with exclude_none rely on this too.)
+        if isinstance(data, dict) and isinstance(data.get("unknown"), dict):
+            missing = [k for k in data["unknown"] if k in UNKNOWN_SHARES and k not in data]
+            if missing:
+                data = {**data, **dict.fromkeys(missing)}
+        return data
+
+    @field_validator("unknown")
+    @classmethod
+    def _reason_for_each_null(
+        cls, unknown: dict[UnknownShare, str], info: ValidationInfo
+    ) -> dict[UnknownShare, str]:
+        # Checked on `unknown` (validated after both shares, and also when omitted), so the
+        # error points where the fix goes.
+        for field in UNKNOWN_SHARES:
+            if field not in info.data:
+                continue  # the share itself failed validation and is reported there
+            value, reason = info.data[field], unknown.get(field)
+            if value is None and reason is None:
+                raise ValueError(
+                    f"{field} is null (unknown): say why under unknown.{field}, or state the number"
+                )
+            if value is not None and reason is not None:
+                raise ValueError(
+                    f"{field} is {value:g} and also listed under unknown: "
+                    "give the number or the reason, not both"
+                )
+        return unknown
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_unknown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A class whose shares are all known dumps exactly as before `unknown` existed, so
+        # the canonical JSON (and the digest) of such profiles is unchanged.
+        data: dict[str, Any] = handler(self)
+        if not self.unknown:
+            data.pop("unknown", None)
+        return data
+
+    def unknown_reason(self, field: UnknownShare) -> str | None:
+        """Why ``field`` is unknown (null), or None when the class states it."""
+        return self.unknown.get(field)
 
     @model_validator(mode="after")
     def _tail_coherent(self) -> Self:

@@ -2,8 +2,11 @@
 
 A change is material when it can change what a load test would measure: a length
 quantile or the peak rate moving beyond a threshold, a class added or removed, an SLO
-tightened, a different model, accelerator, runtime minor version or batching/memory
-setting. Descriptions, owners, labels, looser SLOs and small drifts are not.
+tightened, a prefix-cache share or cancellation rate moving beyond a threshold (unknown
+counts as 0, what the planner plans with: so unknown -> known, known -> unknown and a
+change between two numbers are judged alike), a different model, accelerator, runtime minor
+version or batching/memory setting. Descriptions, owners, labels, looser SLOs and small
+drifts are not.
 Thresholds are policy data (policies/data.json, `capgate.thresholds.staleness`),
 versioned with the bundle.
 """
@@ -36,6 +39,9 @@ class StalenessThresholds(BaseModel):
     length_quantile_change: float = 0.10
     peak_rate_growth: float = 0.20
     burstiness_growth: float = 0.20
+    # Absolute moves of a share (0..1): 0.05 is five percentage points either way.
+    prefix_cache_share_change: float = 0.05
+    cancellation_rate_change: float = 0.05
     max_evidence_age_days: float = 90.0
 
 
@@ -103,10 +109,40 @@ def _class_changes(
             "burstiness grew",
             limits.burstiness_growth,
         )
+    yield from _share_changes(prefix, old, new, limits)
     for slo_field, before in old.slo.model_dump().items():
         after = getattr(new.slo, slo_field)
         if after < before:  # a looser SLO asks less of the evidence: not material
             yield Change(f"{prefix}.slo.{slo_field}", before, after, "SLO tightened")
+
+
+def _share_changes(
+    prefix: str, old: TrafficClass, new: TrafficClass, limits: StalenessThresholds
+) -> Iterator[Change]:
+    """Prefix-cache share and cancellation rate, as the planner reads them.
+
+    Unknown (null) is planned as 0 (no prefix-cache benefit, no cancellation relief), so it
+    is compared as 0: a share becoming known, or becoming unknown, is material exactly when
+    the number the planner uses moves beyond the threshold. Either direction counts: a
+    share can lighten the load (more hits, more cancellations) or make it heavier, and
+    cancellations also change how the batch turns over. The change records the stated
+    values (null for unknown), not the 0 they were read as.
+    """
+    for field, limit in (
+        ("prefix_cache_share", limits.prefix_cache_share_change),
+        ("cancellation_rate", limits.cancellation_rate_change),
+    ):
+        before, after = getattr(old, field), getattr(new, field)
+        moved = abs((after or 0.0) - (before or 0.0))
+        if moved <= limit:
+            continue
+        if before is None:
+            rule = f"became known ({after:g}; unknown was planned as 0)"
+        elif after is None:
+            rule = f"became unknown (planned as 0, was {before:g})"
+        else:
+            rule = f"moved {moved:.2f}"
+        yield Change(f"{prefix}.{field}", before, after, rule, limit)
 
 
 def workload_changes(

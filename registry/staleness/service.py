@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
 from registry.errors import FieldProblem, InvalidInput
+from registry.evidence_lifecycle import withdrawal_of, withdrawn_ids
 from registry.records.kinds import RecordKind
 from registry.records.references import pinned
 from registry.records.views import Page
@@ -258,6 +259,7 @@ def list_stale(
     Stale means a staleness record (a material change, or replaced) or an age past the
     maximum, computed now. By default only the latest version of each evidence name is
     listed (what a plan would use); `include_replaced` lists replaced versions too.
+    Withdrawn versions are never listed: they are retired, and block nothing.
     """
     _page_bounds(limit, offset)
     limits = limits or load_thresholds()
@@ -272,6 +274,9 @@ def list_stale(
         age = _age(measured_at, now)
         if age is not None and age > limits.max_evidence_age_days:
             candidates[record_id] = (name, version, measured_at)
+    # Withdrawn evidence is retired: it needs no action, so it is not listed as stale.
+    for record_id in withdrawn_ids(session, list(candidates)):
+        del candidates[record_id]
     ordered = sorted(candidates, key=lambda rid: (candidates[rid][0], candidates[rid][1]))
     page_ids = ordered[offset : offset + limit]
     rows = repo.records_by_id(page_ids)
@@ -309,7 +314,8 @@ def staleness_history(
     now: datetime,
     limits: StalenessThresholds | None = None,
 ) -> StalenessHistory:
-    """Every staleness record of one evidence version, and whether it is stale now."""
+    """Every staleness record of one evidence version, whether it is stale now, and its
+    withdrawal if it was withdrawn."""
     from registry.records.service import load_model, resolve
 
     limits = limits or load_thresholds()
@@ -332,4 +338,5 @@ def staleness_history(
         stale=bool(reasons),
         reasons=reasons,
         entries=entries,
+        withdrawn=withdrawal_of(session, row),
     )

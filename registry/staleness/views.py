@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from registry.evidence_lifecycle import Withdrawal
 from registry.records.kinds import RecordKind
 
 REPLACED_RULE = "evidence data replaced"
@@ -75,3 +76,8 @@ class StalenessHistory(BaseModel):
     stale: bool
     reasons: list[str]
     entries: list[StalenessEntry]
+    withdrawn: Withdrawal | None = Field(
+        default=None,
+        description="Set when this version was withdrawn (who, when, why): it then supports "
+        "and blocks nothing at the gate, stale or not.",
+    )

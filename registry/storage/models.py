@@ -147,3 +147,30 @@ class StalenessRow(Base):
     __table_args__ = (
         UniqueConstraint("evidence_record_id", "cause_record_id", name="uq_staleness_cause"),
     )
+
+
+class EvidenceRawDigestRow(Base):
+    """A raw result file digest an evidence version claims to be measured from.
+
+    Written with the evidence version (one row per digest of `raw_digests()`), so the
+    anti-laundering check finds every earlier record measured from the same bytes by an
+    index lookup instead of reading every record's JSON.
+    """
+
+    __tablename__ = "evidence_raw_digests"
+
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(71), primary_key=True, index=True)
+
+
+class WithdrawalRow(Base):
+    """One evidence version withdrawn: who, when and why. Inserted once, never removed."""
+
+    __tablename__ = "evidence_withdrawals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    # Unique: a version is withdrawn at most once (two racing withdrawals cannot both land).
+    evidence_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), unique=True)
+    reason: Mapped[str] = mapped_column(Text)
+    withdrawn_by: Mapped[str] = mapped_column(String(256))
+    withdrawn_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

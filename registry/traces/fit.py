@@ -5,17 +5,25 @@ Trace forms read (CSV with a header row, or JSON Lines with one object per reque
 * **Azure LLM inference trace**: ``TIMESTAMP,ContextTokens,GeneratedTokens``; timestamps
   are wall-clock strings with up to 7 fractional digits and no zone (read as UTC).
 * **Mooncake trace**: ``timestamp`` (ms since the trace's start), ``input_length``,
-  ``output_length`` (``hash_ids`` ignored). Timestamps are relative, so ``trace_start``
-  must be given.
+  ``output_length``, ``hash_ids`` (one id per 512-token prompt block; equal ids are shared
+  prefix blocks). Timestamps are relative, so ``trace_start`` must be given.
 * **Generic form**: ``timestamp`` (ISO 8601 text, zone optional and UTC assumed, or Unix
   seconds as a number), ``prompt_tokens``, ``output_tokens``; optional ``latency_s`` (the
   request's end-to-end time, which makes concurrency measurable) and any other column, e.g.
   one to split classes by (``class_by``).
 
-Memory is bounded: token lengths go into fixed log-spaced histograms
-(``registry.importers.stats.LengthSketch``, relative quantile error under ~1.1 %), arrivals
-into running moments and per-window counts (one integer per window of the trace's span), and
-concurrency into a heap of in-flight end times. Rows are processed in chunks with numpy.
+Two optional columns are read in every form: ``hash_ids`` (block ids of the prompt, a JSON
+list, or in CSV a cell such as ``"[1, 2]"`` or ``"1 2"``) gives the prefix-cache share
+(``registry.traces.prefix``), and ``cancelled`` (true/false, 1/0, yes/no) the cancellation
+rate. A trace without them says nothing about either, so the profile stores them as unknown
+(null, with the reason under ``unknown``), never as 0. The first row (the CSV header, or the
+first JSON object) decides which columns the trace has; later rows must carry them too.
+
+Memory is bounded by the trace's shape, not its length: token lengths go into fixed
+log-spaced histograms (``registry.importers.stats.LengthSketch``, relative quantile error
+under ~1.1 %), arrivals into running moments and per-window counts (one integer per window of
+the trace's span), concurrency into a heap of in-flight end times, and prefix blocks into a
+set of the distinct block ids. Rows are processed in chunks with numpy.
 """
 
 from __future__ import annotations
@@ -38,8 +46,22 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.importers.common import slug
 from registry.importers.stats import LengthSketch
 from registry.records.common import Basis, Distribution, TraceWindow
-from registry.records.workload import Arrival, ClassSLO, TrafficClass, WorkloadProfile
+from registry.records.workload import (
+    Arrival,
+    ClassSLO,
+    TrafficClass,
+    UnknownShare,
+    WorkloadProfile,
+)
+from registry.traces.prefix import (
+    MOONCAKE_BLOCK_TOKENS,
+    BadHashes,
+    ClassReuse,
+    PrefixReuse,
+    parse_hash_ids,
+)
 
+_FORM_NAMES = {"azure": "Azure", "mooncake": "Mooncake", "generic": "generic"}
 _CHUNK = 65_536
 _MAX_CLASSES = 64
 # Timestamps below this many seconds are offsets, not Unix times (2001-09-09).
@@ -74,10 +96,13 @@ class _Columns:
     output: str
     latency: str | None
     ts_scale: float  # seconds per numeric timestamp unit
+    hashes: str | None = None  # prompt block ids: prefix reuse
+    cancelled: str | None = None  # per-request cancellation flag
 
 
 def _columns(keys: list[str], *, source: str) -> _Columns:
     lower = {k.strip().lower(): k for k in keys}
+    extra = {"hashes": lower.get("hash_ids"), "cancelled": lower.get("cancelled")}
     if {"timestamp", "contexttokens", "generatedtokens"} <= lower.keys():
         return _Columns(
             "azure",
@@ -86,6 +111,7 @@ def _columns(keys: list[str], *, source: str) -> _Columns:
             lower["generatedtokens"],
             None,
             1.0,
+            **extra,
         )
     if {"timestamp", "input_length", "output_length"} <= lower.keys():
         return _Columns(
@@ -95,6 +121,7 @@ def _columns(keys: list[str], *, source: str) -> _Columns:
             lower["output_length"],
             None,
             1e-3,
+            **extra,
         )
     if {"timestamp", "prompt_tokens", "output_tokens"} <= lower.keys():
         return _Columns(
@@ -104,6 +131,7 @@ def _columns(keys: list[str], *, source: str) -> _Columns:
             lower["output_tokens"],
             lower.get("latency_s"),
             1.0,
+            **extra,
         )
     raise InvalidInput(
         f"{source}: unknown trace columns",
@@ -169,6 +197,7 @@ class _ClassAcc:
     windows: dict[int, int] = field(default_factory=dict)
     in_flight: list[float] = field(default_factory=list)
     concurrency: LengthSketch = field(default_factory=LengthSketch)
+    cancelled: int = 0
     # chunk buffers
     t: list[float] = field(default_factory=list)
     p: list[float] = field(default_factory=list)
@@ -214,6 +243,8 @@ class TraceFit:
     digest: str
     size_bytes: int
     notes: tuple[str, ...]
+    # Per class, prompt and hit tokens behind prefix_cache_share (None: no hash ids).
+    prefix_reuse: Mapping[str, ClassReuse] | None = None
 
 
 def _parse_ts(value: Any, cols: _Columns, *, line: int, source: str) -> datetime | float:
@@ -243,6 +274,23 @@ def _bad(line: int, column: str, message: str, source: str) -> InvalidInput:
     )
 
 
+_TRUE = frozenset({"true", "1", "yes", "y", "t"})
+_FALSE = frozenset({"false", "0", "no", "n", "f"})
+
+
+def _flag(value: Any, *, line: int, column: str, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise _bad(line, column, f"{value!r} is not true/false (or 1/0, yes/no)", source)
+
+
 def _number(value: Any, *, line: int, column: str, source: str) -> float:
     try:
         f = float(value)
@@ -265,11 +313,21 @@ def fit_trace(
     assumed_service_time_s: float | None = None,
     default_class: str = "default",
     trace_ref: str | None = None,
+    hash_block_tokens: int = MOONCAKE_BLOCK_TOKENS,
+    prefix_cache_tokens: int | None = None,
 ) -> TraceFit:
     """The full result of fitting a trace; ``workload_from_trace`` returns its profile."""
     source = str(path)
     if window_s <= 0:
         raise InvalidInput("window_s must be positive", source=source)
+    if hash_block_tokens <= 0:
+        raise InvalidInput("hash_block_tokens must be positive", source=source)
+    if prefix_cache_tokens is not None and prefix_cache_tokens < hash_block_tokens:
+        raise InvalidInput(
+            f"prefix_cache_tokens must hold at least one {hash_block_tokens}-token block",
+            problems=[FieldProblem(loc="prefix_cache_tokens", message="below one block")],
+            source=source,
+        )
     if assumed_service_time_s is not None and assumed_service_time_s <= 0:
         raise InvalidInput("assumed_service_time_s must be positive", source=source)
     notes: list[str] = []
@@ -299,6 +357,19 @@ def fit_trace(
                 source=source,
             )
         latency_col = cols.latency
+        hash_col, cancel_col = cols.hashes, cols.cancelled
+        reuse = (
+            PrefixReuse(
+                block_tokens=hash_block_tokens,
+                capacity_blocks=(
+                    None
+                    if prefix_cache_tokens is None
+                    else prefix_cache_tokens // hash_block_tokens
+                ),
+            )
+            if hash_col is not None
+            else None
+        )
 
         def field_of(row: dict[str, Any] | list[str], key: str, ln: int) -> Any:
             if isinstance(row, dict):
@@ -342,9 +413,20 @@ def fit_trace(
                     raise _bad(ln, class_by or "", f"more than {_MAX_CLASSES} classes", source)
                 acc = accs[cls] = _ClassAcc()
             acc.t.append(t)
-            acc.p.append(
-                _number(field_of(row, cols.prompt, ln), line=ln, column=cols.prompt, source=source)
+            prompt = _number(
+                field_of(row, cols.prompt, ln), line=ln, column=cols.prompt, source=source
             )
+            acc.p.append(prompt)
+            if reuse is not None:
+                assert hash_col is not None
+                try:
+                    reuse.add(cls, parse_hash_ids(field_of(row, hash_col, ln)), prompt)
+                except BadHashes as exc:
+                    raise _bad(ln, hash_col, str(exc), source) from None
+            if cancel_col is not None and _flag(
+                field_of(row, cancel_col, ln), line=ln, column=cancel_col, source=source
+            ):
+                acc.cancelled += 1
             acc.o.append(
                 _number(field_of(row, cols.output, ln), line=ln, column=cols.output, source=source)
             )
@@ -400,6 +482,24 @@ def fit_trace(
         )
     else:
         notes.append("concurrency not stated: the trace has no completion times")
+    unknown_why: dict[UnknownShare, str] = {}
+    if reuse is not None:
+        notes.extend(_reuse_notes(reuse, hash_col or "", prefix_cache_tokens))
+    else:
+        unknown_why["prefix_cache_share"] = (
+            f"the {_FORM_NAMES[cols.form]} trace has no hash_ids (prompt block hashes): "
+            "prefix reuse cannot be measured from it"
+        )
+        if prefix_cache_tokens is not None:
+            notes.append("prefix_cache_tokens ignored: the trace has no hash_ids")
+    if cancel_col is not None:
+        notes.append(f"cancellation_rate measured: requests with {cancel_col} true over all")
+    else:
+        unknown_why["cancellation_rate"] = (
+            f"the {_FORM_NAMES[cols.form]} trace has no cancelled column: it records no "
+            "cancellations"
+        )
+    notes.extend(f"{field} unknown: {why}" for field, why in unknown_why.items())
 
     classes: list[TrafficClass] = []
     for cls_name in sorted(accs):
@@ -444,6 +544,14 @@ def fit_trace(
                 problems=[FieldProblem(loc=f"slo.{cls_name}", message="missing")],
                 source=source,
             )
+        prefix_share: float | None = None
+        if reuse is not None:
+            prefix_share = round(
+                reuse.classes[cls_name].share(bounded=prefix_cache_tokens is not None), 4
+            )
+        cancellation: float | None = None
+        if cancel_col is not None:
+            cancellation = round(acc.cancelled / acc.count, 4)
         classes.append(
             TrafficClass(
                 name=cls_name,
@@ -459,6 +567,9 @@ def fit_trace(
                 prompt_tokens=acc.prompt.distribution(),
                 output_tokens=acc.output.distribution(),
                 concurrency=concurrency,
+                prefix_cache_share=prefix_share,
+                cancellation_rate=cancellation,
+                unknown=dict(unknown_why),
                 slo=class_slo,
             )
         )
@@ -485,7 +596,36 @@ def fit_trace(
         digest=digest,
         size_bytes=size,
         notes=tuple(notes),
+        prefix_reuse=None if reuse is None else dict(reuse.classes),
     )
+
+
+def _reuse_notes(reuse: PrefixReuse, column: str, cache_tokens: int | None) -> list[str]:
+    """How prefix_cache_share was measured, and the figures of both caches per class."""
+    b = reuse.block_tokens
+    unbounded = ", ".join(f"{n} {c.share():.4f}" for n, c in sorted(reuse.classes.items()))
+    notes = [
+        f"prefix_cache_share from {column} ({b}-token blocks): prompt tokens in each request's "
+        "leading blocks already seen earlier in the trace, over all prompt tokens; an upper "
+        "bound, as if every request reached a replica holding its prefix"
+    ]
+    if cache_tokens is None:
+        notes.append(f"prefix_cache_share with an unbounded cache (stored): {unbounded}")
+    else:
+        bounded = ", ".join(
+            f"{n} {c.share(bounded=True):.4f}" for n, c in sorted(reuse.classes.items())
+        )
+        notes.append(
+            f"prefix_cache_share with an LRU cache of {cache_tokens} tokens "
+            f"({cache_tokens // b} blocks) (stored): {bounded}; unbounded cache: {unbounded}"
+        )
+    uncovered = sum(c.uncovered_rows for c in reuse.classes.values())
+    if uncovered:
+        notes.append(
+            f"{uncovered} request(s) list fewer {column} than their prompt has {b}-token "
+            "blocks; the uncovered tokens count as misses"
+        )
+    return notes
 
 
 def workload_from_trace(
@@ -500,6 +640,8 @@ def workload_from_trace(
     assumed_service_time_s: float | None = None,
     default_class: str = "default",
     trace_ref: str | None = None,
+    hash_block_tokens: int = MOONCAKE_BLOCK_TOKENS,
+    prefix_cache_tokens: int | None = None,
 ) -> WorkloadProfile:
     """A ``WorkloadProfile`` measured from a request trace (CSV or JSON Lines), in one pass.
 
@@ -518,6 +660,14 @@ def workload_from_trace(
     ``assumed_service_time_s`` instead, the same count is computed with that constant
     service time and stored with ``basis: assumed`` and the reason; otherwise it is left out.
 
+    ``prefix_cache_share`` is measured only from a ``hash_ids`` column (Mooncake): the share
+    of prompt tokens in each request's leading blocks already seen earlier in the trace
+    (blocks of ``hash_block_tokens``, 512 for Mooncake), with an unbounded cache, or with an
+    LRU cache of ``prefix_cache_tokens`` tokens when given; either is an upper bound (every
+    request is taken to reach a replica holding its prefix). ``cancellation_rate`` is
+    measured only from a ``cancelled`` column. Without those columns both are stored as
+    unknown (null, with the reason under ``unknown``), never as 0.
+
     ``class_by`` names a column whose values (slugged) become class names. ``trace_start``
     anchors relative timestamps (Mooncake). Timestamps without a zone are read as UTC.
     Rows must be sorted by time. Raises ``InvalidInput`` for unreadable traces.
@@ -533,4 +683,6 @@ def workload_from_trace(
         assumed_service_time_s=assumed_service_time_s,
         default_class=default_class,
         trace_ref=trace_ref,
+        hash_block_tokens=hash_block_tokens,
+        prefix_cache_tokens=prefix_cache_tokens,
     ).profile

@@ -13,8 +13,8 @@ COMPLIANT = Path(__file__).resolve().parent / "inputs" / "compliant.json"
 
 def test_documented_schema_matches_the_models() -> None:
     assert json.loads(DOC.read_text()) == input_json_schema(), (
-        "docs/gate-input.schema.json is out of date: regenerate it from "
-        "registry.gate.input_document.input_json_schema()"
+        "docs/gate-input.schema.json is out of date: regenerate it with "
+        "python -m registry.gate.input_document"
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from registry.errors import InvalidInput
-from registry.importers.service import import_files
+from registry.importers.service import ImportFile, ImportOptions, import_files
 from registry.records import service
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
@@ -19,14 +19,11 @@ from registry.records.views import SubmitResult
 from registry.storage.database import Database
 from registry.storage.models import AuditEventRow, RecordRow
 from tests.factories import example
+from tests.support.fixtures import shared
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "load-tests"
-MULTI = FIX / "guidellm" / "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
-VLLM = FIX / "vllm-bench" / "nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
-GENAI = (
-    FIX / "genai-perf" / "triton-inference-server__perf_analyzer__issue298-streaming-"
-    "profile_export_genai_perf.json"
-)
+MULTI_REL = "load-tests/guidellm/llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
+VLLM_REL = "load-tests/vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
+GENAI_REL = "load-tests/genai-perf/wellflat__k8s-dev__gpt-oss-20b-c1-sdk2501.json"
 WHEN = datetime(2026, 11, 20, tzinfo=UTC)
 
 
@@ -42,17 +39,34 @@ def registry(database: Database) -> Database:
     return database
 
 
+@pytest.fixture
+def MULTI() -> Path:
+    return shared(MULTI_REL)
+
+
+@pytest.fixture
+def VLLM() -> Path:
+    return shared(VLLM_REL)
+
+
+@pytest.fixture
+def GENAI() -> Path:
+    return shared(GENAI_REL)
+
+
 def run_import(database: Database, *paths: Path, **kw: object) -> list[SubmitResult]:
-    files = [(p.name, p.read_bytes()) for p in paths]
+    files = [ImportFile(name=p.name, data=p.read_bytes()) for p in paths]
     args: dict[str, object] = {
         "tool": "auto",
         "workload": "chat-assistant",
         "provider": "llama31-8b-h100-vllm",
         "traffic_class": "interactive",
         "measured_at": WHEN,
+        "replicas": 1,
     }
     args.update(kw)
-    return import_files(database, files, principal="importer", **args)  # type: ignore[arg-type]
+    options = ImportOptions(**args)  # type: ignore[arg-type]
+    return import_files(database, files, options, principal="importer")
 
 
 def count(database: Database, kind: str) -> int:
@@ -70,7 +84,7 @@ def audit_count(database: Database) -> int:
         return int(session.scalar(select(func.count()).select_from(AuditEventRow)) or 0)
 
 
-def test_multi_stage_file_is_one_record_per_stage_linked(registry: Database) -> None:
+def test_multi_stage_file_is_one_record_per_stage_linked(registry: Database, MULTI: Path) -> None:
     results = run_import(registry, MULTI)
     assert [r.record.ref for r in results] == [
         "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver-stage-0@v1",
@@ -97,7 +111,7 @@ def test_multi_stage_file_is_one_record_per_stage_linked(registry: Database) -> 
         assert result.record.created_by == "importer"
 
 
-def test_same_file_twice_is_the_same_records(registry: Database) -> None:
+def test_same_file_twice_is_the_same_records(registry: Database, MULTI: Path, VLLM: Path) -> None:
     first = run_import(registry, MULTI, VLLM)
     events = audit_count(registry)
     second = run_import(registry, MULTI, VLLM)
@@ -109,7 +123,9 @@ def test_same_file_twice_is_the_same_records(registry: Database) -> None:
     assert audit_count(registry) == events
 
 
-def test_broken_file_among_good_ones_imports_nothing(registry: Database, tmp_path: Path) -> None:
+def test_broken_file_among_good_ones_imports_nothing(
+    registry: Database, tmp_path: Path, MULTI: Path, VLLM: Path
+) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"benchmarks": [')
     events = audit_count(registry)
@@ -127,18 +143,21 @@ def test_unknown_format_says_what_was_expected(registry: Database, tmp_path: Pat
     with pytest.raises(InvalidInput) as error:
         run_import(registry, odd)
     line = error.value.one_line()
-    assert line.startswith("odd.json: (top level): expected one of: a vLLM bench result")
+    assert line.startswith("odd.json: (top level): supported tools and formats: vllm-bench:")
+    for tool in ("guidellm", "inference-perf", "genai-perf", "aiperf"):
+        assert f"{tool}:" in line
     assert count(registry, "evidence") == 0
 
 
 def test_a_bad_reference_in_a_later_record_rolls_back_the_earlier_ones(
-    registry: Database,
+    registry: Database, MULTI: Path, VLLM: Path
 ) -> None:
     """Stage 0 is submitted before the class check fails: nothing may remain."""
     with pytest.raises(InvalidInput) as error:
         run_import(registry, VLLM, MULTI, traffic_class="no-such-class")
     assert error.value.source == VLLM.name
     assert error.value.problems[0].loc == "results.per_class.no-such-class"
+    assert "--class" in error.value.problems[0].message
     with pytest.raises(InvalidInput) as missing:
         run_import(registry, VLLM, workload="nothing-here")
     assert missing.value.source == VLLM.name
@@ -146,16 +165,17 @@ def test_a_bad_reference_in_a_later_record_rolls_back_the_earlier_ones(
     assert count(registry, "evidence") == 0
 
 
-def test_file_without_a_time_needs_measured_at(registry: Database) -> None:
+def test_file_without_a_time_needs_measured_at(registry: Database, GENAI: Path) -> None:
     with pytest.raises(InvalidInput) as error:
         run_import(registry, GENAI, measured_at=None)
-    assert error.value.problems[0].loc == "measured_at"
+    assert error.value.problems[0].loc == "--measured-at"
+    assert "--measured-at" in error.value.one_line()
     (result,) = run_import(registry, GENAI, plan="chat-assistant-prod")
     assert result.record.content["measured_at"] == "2026-11-20T00:00:00Z"
     assert result.record.references["plan"] == "chat-assistant-prod@v1"
 
 
-def test_explicit_tool_and_nothing_to_import(registry: Database) -> None:
+def test_explicit_tool_and_nothing_to_import(registry: Database, VLLM: Path) -> None:
     (result,) = run_import(registry, VLLM, tool="vllm-bench")
     assert result.record.content["tool"]["name"] == "vllm-bench"
     with pytest.raises(InvalidInput) as error:

@@ -38,6 +38,32 @@ def tail_slo__no_evidence_at_peak(doc: Doc) -> list[str]:
     return ["tail_slo/no_evidence_at_peak"]
 
 
+def tail_slo__failed_requests(doc: Doc) -> list[str]:
+    """7 % of the load test's requests failed: the survivors' latencies look fine."""
+    evidence = _evidence(doc)
+    evidence["completed"], evidence["failed"], evidence["error_rate"] = 5172, 389, 0.069951
+    evidence["per_class"]["interactive"]["error_rate"] = 0.082
+    return ["tail_slo/evidence_errors", "tail_slo/no_evidence_at_peak"]
+
+
+def tail_slo__declared_evidence_only(doc: Doc) -> list[str]:
+    """The only load test was typed in by hand: no raw file was read, so it proves nothing."""
+    _evidence(doc)["entry"] = "declared"
+    return [
+        "tail_slo/no_evidence_at_peak",
+        "load_test_coverage/cancellation_not_exercised",
+        "load_test_coverage/priorities_not_mixed",
+    ]
+
+
+def tail_slo__client_fell_behind(doc: Doc) -> list[str]:
+    """The load generator fell behind: it achieved 4.1 requests/s per replica, under the peak."""
+    evidence = _evidence(doc)
+    evidence["client_behind"] = True
+    evidence["offered_rps_per_replica"] = 4.1
+    return ["tail_slo/no_evidence_at_peak"]
+
+
 def tail_slo__claims_disagree(doc: Doc) -> list[str]:
     """The plan claims a 600 ms interactive TTFT the recomputation puts at 1100 ms."""
     doc["plan"]["claims"]["per_class"]["interactive"]["ttft_p99_ms"] = 600
@@ -259,6 +285,9 @@ def compliant__no_autoscaling(doc: Doc) -> list[str]:
 CASES: list[Callable[[Doc], list[str]]] = [
     tail_slo__evidence_missed_at_peak,
     tail_slo__no_evidence_at_peak,
+    tail_slo__failed_requests,
+    tail_slo__declared_evidence_only,
+    tail_slo__client_fell_behind,
     tail_slo__claims_disagree,
     tail_slo__recomputation_missed,
     reserve_explicit__zone_reserve_missing,
