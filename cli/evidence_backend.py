@@ -46,6 +46,8 @@ def import_files(
             form["measured_at"] = options.measured_at.isoformat()
         if options.replicas is not None:
             form["replicas"] = str(options.replicas)
+        if options.name is not None:
+            form["name"] = options.name
         data = backend._request(
             "POST",
             "/v1/evidence/import",

@@ -168,7 +168,14 @@ def extend_evidence(group: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--measured-at",
-                help="ISO 8601 time with a zone; needed when the file states no time.",
+                help="When the run started: ISO 8601 with a zone; needed when the file states "
+                "no time, and preferred to a file's time without a zone.",
+            ),
+        ] = None,
+        name: Annotated[
+            str | None,
+            typer.Option(
+                "--name", help="Record name (one file or a mixed test); default: the file name."
             ),
         ] = None,
         server: ServerOpt = None,
@@ -193,6 +200,7 @@ def extend_evidence(group: typer.Typer) -> None:
             traffic_class=traffic_class,
             measured_at=_time(measured_at, option="--measured-at"),
             replicas=replicas,
+            name=name,
             mixed=mixed,
         )
         results = import_files(open_backend(server), contents, options)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: install capgate and run the worked example end to end
 # on the embedded defaults (a SQLite registry in your data directory, the in-process
-# Rego engine): register a workload, a provider, a plan and load-test evidence,
-# recompute the plan, and check the gate.
+# Rego engine): register a workload, a provider and a plan, import the load test's result
+# files as evidence, recompute the plan, and check the gate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,11 +18,17 @@ echo "== register the worked example"
 capgate workload submit "$example/workload.yaml"
 capgate provider submit "$example/provider.yaml"
 capgate plan submit "$example/plan.yaml"
-# The example's load test is illustrative: date it six days ago, within the 90-day
-# freshness limit, as a load test run for this release would be.
+
+echo "== import the load test: two AIPerf generators run together, one per class"
+# The example's result files are synthetic (examples/chat-assistant/make_load_test.py):
+# their run time is replaced by six days ago, within the 90-day freshness limit, as a load
+# test run for this release would be.
 measured_at="$(date -u -d '6 days ago' +%Y-%m-%dT00:00:00Z)"
-sed "s/^measured_at: .*/measured_at: \"$measured_at\"/" "$example/evidence.yaml" > out/evidence.yaml
-capgate evidence submit out/evidence.yaml
+capgate evidence import --workload chat-assistant --provider llama31-8b-h100-vllm \
+    --plan chat-assistant-prod --replicas 1 --measured-at "$measured_at" \
+    --class interactive="$example/load-test/interactive.profile_export_aiperf.json" \
+    --class batch="$example/load-test/batch.profile_export_aiperf.json" \
+    --name chat-assistant-h100-mixed-2026-11
 
 echo "== recompute the plan from its workload (chart: out/chat-assistant-prod.png)"
 capgate plan size chat-assistant-prod --chart out/chat-assistant-prod.png

@@ -26,3 +26,72 @@ def example_path(kind: RecordKind | str) -> Path:
 
 # The kinds the worked example has a file for (waivers are exceptions it does not need).
 EXAMPLE_KINDS = [RecordKind.workload, RecordKind.provider, RecordKind.plan, RecordKind.evidence]
+
+
+# ---- the worked example's load test, imported as a user imports it ----------------------
+
+LOAD_TEST_DIR = EXAMPLE_DIR / "load-test"
+EXAMPLE_EVIDENCE = "chat-assistant-h100-mixed-2026-11"
+# When the example's load test ran (its files' own clock has no zone; this is what the
+# worked example passes as --measured-at).
+EXAMPLE_MEASURED_AT = "2026-11-24T14:05:00+00:00"
+
+
+def load_test_bytes(traffic_class: str, run: int = 0) -> bytes:
+    """One class's result file of the example's load test; run N > 0 is a re-run of it.
+
+    A re-run is another load test with the same figures: another file, other bytes (its
+    benchmark id differs), as a real re-run's file would be.
+    """
+    data = (LOAD_TEST_DIR / f"{traffic_class}.profile_export_aiperf.json").read_bytes()
+    if run:
+        import json
+
+        doc = json.loads(data)
+        doc["benchmark_id"] = f"{doc['benchmark_id']}-rerun-{run}"
+        data = json.dumps(doc, indent=1).encode()
+    return data
+
+
+def write_load_test(folder: Path, run: int = 0) -> list[str]:
+    """Write the example's two result files into `folder`; the CLI's --class arguments."""
+    args: list[str] = []
+    for traffic_class in ("interactive", "batch"):
+        path = folder / f"{traffic_class}-run{run}.profile_export_aiperf.json"
+        path.write_bytes(load_test_bytes(traffic_class, run))
+        args += ["--class", f"{traffic_class}={path}"]
+    return args
+
+
+def import_example_evidence(
+    database: Any,
+    *,
+    measured_at: str = EXAMPLE_MEASURED_AT,
+    workload: str = "chat-assistant",
+    provider: str = "llama31-8b-h100-vllm",
+    plan: str | None = "chat-assistant-prod",
+    run: int = 0,
+    principal: str = "alice",
+) -> Any:
+    """Import the example's load test (both classes, run together) through the import path."""
+    from datetime import datetime
+
+    from registry.importers.service import ImportFile, ImportOptions, import_files
+
+    files = [
+        ImportFile(
+            name=f"{c}.profile_export_aiperf.json", data=load_test_bytes(c, run), traffic_class=c
+        )
+        for c in ("interactive", "batch")
+    ]
+    options = ImportOptions(
+        workload=workload,
+        provider=provider,
+        plan=plan,
+        replicas=1,
+        measured_at=datetime.fromisoformat(measured_at),
+        name=EXAMPLE_EVIDENCE,
+        mixed=True,
+    )
+    (result,) = import_files(database, files, options, principal=principal)
+    return result

@@ -111,6 +111,18 @@ test_success_errors_within_the_maximum if {
 	tail_slo.violations == set() with input as _with({"evidence": [object.union(_evidence, {"failed": 5, "error_rate": 0.001})]})
 }
 
+test_success_queue_unmeasured_but_bounded_by_ttft if {
+	# TTFT p99 1120 ms contains the queue wait: within the 2000 ms deadline, the deadline is met.
+	ev := json.remove(_evidence, ["per_class/interactive/queue_p99_ms"])
+	tail_slo.violations == set() with input as _with({"evidence": [ev]})
+}
+
+test_fail_queue_unmeasured_and_ttft_over_deadline if {
+	ev := json.remove(object.union(_evidence, {"per_class": {"interactive": {"ttft_p99_ms": 1400}}}), ["per_class/interactive/queue_p99_ms"])
+	inp := _with({"evidence": [ev], "workload": {"classes": {"interactive": {"slo": object.union(_slo, {"queue_deadline_ms": 1000})}}}})
+	[[v.rule, v.details.metric] | some v in tail_slo.violations] == [["class_not_measured_at_peak", "queue_p99_ms"]] with input as inp
+}
+
 test_fail_no_evidence_at_all if {
 	{v.rule | some v in tail_slo.violations} == {"no_evidence_at_peak"} with input as object.union(_input, {"evidence": []})
 }

@@ -195,13 +195,19 @@ def evidence_router() -> APIRouter:
             int | None,
             Form(ge=1, description="Ready replicas tested; required unless the file states it."),
         ] = None,
+        name: Annotated[
+            str | None, Form(description="Record name (one file or a mixed test).")
+        ] = None,
     ) -> list[SubmitResult]:
         from starlette.concurrency import run_in_threadpool
 
         from registry.importers.service import ImportOptions, import_files
 
         uploads = await _read_uploads(files)
-        inputs, single, mixed = _class_files(uploads, [c for c in traffic_class or [] if c])
+        try:
+            inputs, single, mixed = _class_files(uploads, [c for c in traffic_class or [] if c])
+        except InvalidInput as exc:
+            raise _with_source(exc) from None
         options = ImportOptions(
             workload=workload,
             provider=provider,
@@ -210,6 +216,7 @@ def evidence_router() -> APIRouter:
             traffic_class=single,
             measured_at=_parse_measured_at(measured_at),
             replicas=replicas,
+            name=name or None,
             mixed=mixed,
         )
 

@@ -90,6 +90,15 @@ def _sum(values: Sequence[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
+def _weighted_cancellation(stages: Sequence[ParsedStage]) -> float | None:
+    """The mix's cancellation rate: each generator's rate weighted by its request rate."""
+    pairs = [(st.cancellation_rate, st.request_rate_rps) for st in stages]
+    if any(c is None or r is None for c, r in pairs):
+        return None
+    total = sum(r or 0.0 for _, r in pairs)
+    return sum((c or 0.0) * (r or 0.0) for c, r in pairs) / total if total else None
+
+
 def _findings(parts: Sequence[ClassFile], notes: list[str]) -> ImportFindings:
     each = [findings_for(p.stage) for p in parts]
     # The least varied class decides: uniform prompts in any class hide its queueing.
@@ -152,6 +161,10 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
         duration_s=(end - start).total_seconds(),
         rate_unbounded=any(st.rate_unbounded for st in stages),
     )
+    shapes = [st.burstiness for st in stages]
+    # The burstiest generator's gamma shape stands for the mix (lower is burstier).
+    combined.burstiness = None if None in shapes else min(s or 0.0 for s in shapes)
+    combined.cancellation_rate = _weighted_cancellation(stages)
     conc = [st.concurrency for st in stages]
     combined.concurrency = None if None in conc else sum(c or 0 for c in conc)
     behind = [

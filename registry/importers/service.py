@@ -33,6 +33,7 @@ class ImportOptions:
     traffic_class: str | None = None
     measured_at: datetime | None = None
     replicas: int | None = None
+    name: str | None = None  # record name; default: from the file name
     # The files are one per traffic class, run at the same time: one combined record.
     mixed: bool = False
 
@@ -71,6 +72,7 @@ def convert_files(
             plan=options.plan,
             measured_at=options.measured_at,
             replicas=options.replicas,
+            name=options.name,
         )
         return [(files[0].name, imported.evidence)]
     out: list[tuple[str, LoadTestEvidence]] = []
@@ -85,6 +87,7 @@ def convert_files(
             traffic_class=f.traffic_class or options.traffic_class,
             measured_at=options.measured_at,
             replicas=options.replicas,
+            name=options.name if len(files) == 1 else None,
         )
         out.extend((f.name, stage.evidence) for stage in stages)
     return out

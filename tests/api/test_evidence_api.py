@@ -11,17 +11,28 @@ from fastapi.testclient import TestClient
 
 from registry.api.app import create_app
 from registry.storage.database import Database
-from tests.factories import example
+from tests.factories import example, load_test_bytes
+from tests.support.fixtures import shared
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "load-tests"
-MULTI = FIX / "guidellm" / "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
-VLLM = FIX / "vllm-bench" / "nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
+MULTI_REL = "load-tests/guidellm/llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
+VLLM_REL = "load-tests/vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
 EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 FORM = {
     "workload": "chat-assistant",
     "provider": "llama31-8b-h100-vllm",
     "traffic_class": "interactive",
+    "replicas": "1",
 }
+
+
+@pytest.fixture
+def MULTI() -> Path:
+    return shared(MULTI_REL)
+
+
+@pytest.fixture
+def VLLM() -> Path:
+    return shared(VLLM_REL)
 
 
 @pytest.fixture
@@ -42,7 +53,7 @@ def upload(client: TestClient, *paths: Path, **form: str) -> Any:
     return client.post("/v1/evidence/import", files=files, data={**FORM, **form})
 
 
-def test_import_multipart_then_same_again(client: TestClient) -> None:
+def test_import_multipart_then_same_again(client: TestClient, MULTI: Path, VLLM: Path) -> None:
     response = upload(client, MULTI, VLLM, tool="auto")
     assert response.status_code == 201, response.text
     body = response.json()
@@ -60,7 +71,7 @@ def test_import_multipart_then_same_again(client: TestClient) -> None:
 
 
 def test_import_broken_file_422_names_it_and_keeps_nothing(
-    client: TestClient, tmp_path: Path
+    client: TestClient, tmp_path: Path, VLLM: Path
 ) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
@@ -75,7 +86,7 @@ def test_import_broken_file_422_names_it_and_keeps_nothing(
     assert [s["name"] for s in listed["items"]] == [EVIDENCE]
 
 
-def test_import_bad_form_fields(client: TestClient) -> None:
+def test_import_bad_form_fields(client: TestClient, VLLM: Path) -> None:
     no_zone = upload(client, VLLM, measured_at="2026-11-20T00:00:00")
     assert no_zone.status_code == 422
     assert no_zone.json()["problems"][0]["loc"] == "measured_at"
@@ -89,6 +100,49 @@ def test_import_bad_form_fields(client: TestClient) -> None:
     unknown_ref = upload(client, VLLM, workload="nothing-here")
     assert unknown_ref.status_code == 422
     assert unknown_ref.json()["problems"][0]["loc"] == "measured_against.workload"
+    no_replicas = upload(client, VLLM, replicas="")
+    assert no_replicas.status_code == 422
+    assert no_replicas.json()["problems"][0]["loc"] == "--replicas"
+    assert "form field replicas" in no_replicas.json()["problems"][0]["message"]
+    zero = upload(client, VLLM, replicas="0")
+    assert zero.status_code == 422
+    assert zero.json()["problems"][0]["loc"].endswith("replicas")
+
+
+def test_mixed_test_from_two_uploads_is_one_record(client: TestClient) -> None:
+    """Two load generators run together, one per class: one record, a result per class."""
+    files = [
+        ("files", (f"{c}.json", load_test_bytes(c), "application/json"))
+        for c in ("interactive", "batch")
+    ]
+    form = {
+        "workload": "chat-assistant",
+        "provider": "llama31-8b-h100-vllm",
+        "plan": "chat-assistant-prod",
+        "replicas": "1",
+        "measured_at": "2026-11-24T14:05:00Z",
+        "name": "mixed-upload",
+    }
+    response = client.post(
+        "/v1/evidence/import",
+        files=files,
+        data={**form, "traffic_class": ["interactive=interactive.json", "batch=batch.json"]},
+    )
+    assert response.status_code == 201, response.text
+    (result,) = response.json()
+    content = result["record"]["content"]
+    assert result["record"]["ref"] == "mixed-upload@v1"
+    assert sorted(content["results"]["per_class"]) == ["batch", "interactive"]
+    assert content["provenance"]["entry"] == "imported"
+    assert [f["traffic_class"] for f in content["provenance"]["files"]] == ["interactive", "batch"]
+    # A file without its NAME=FILE is refused, naming the file.
+    unnamed = client.post(
+        "/v1/evidence/import",
+        files=files,
+        data={**form, "traffic_class": ["interactive=interactive.json"]},
+    )
+    assert unnamed.status_code == 422
+    assert unnamed.json()["details"] == {"source": "batch.json"}
 
 
 def test_stale_listing_and_the_generic_listing_side_by_side(client: TestClient) -> None:

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from registry.api.app import create_app
 from registry.settings import Settings
 from registry.storage.database import Database
-from tests.factories import example
+from tests.factories import EXAMPLE_EVIDENCE, example, load_test_bytes
 from tests.support.opa_server import free_port
 
 
@@ -26,16 +26,31 @@ def settings(engine: str = "embedded", opa_url: str | None = None) -> Settings:
 
 
 def register(client: TestClient) -> None:
-    evidence = example("evidence")
-    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=6)).isoformat()
     for collection, document in (
         ("workloads", example("workload")),
         ("providers", example("provider")),
         ("plans", example("plan")),
-        ("evidence", evidence),
     ):
         response = client.post(f"/v1/{collection}", json=document)
         assert response.status_code == 201, response.text
+    # The example's load test, imported as a pipeline uploads it, dated last week.
+    response = client.post(
+        "/v1/evidence/import",
+        data={
+            "workload": "chat-assistant",
+            "provider": "llama31-8b-h100-vllm",
+            "plan": "chat-assistant-prod",
+            "replicas": "1",
+            "measured_at": (datetime.now(UTC) - timedelta(days=6)).isoformat(),
+            "name": EXAMPLE_EVIDENCE,
+            "traffic_class": [f"{c}={c}.json" for c in ("interactive", "batch")],
+        },
+        files=[
+            ("files", (f"{c}.json", load_test_bytes(c), "application/json"))
+            for c in ("interactive", "batch")
+        ],
+    )
+    assert response.status_code == 201, response.text
 
 
 @pytest.fixture

@@ -20,17 +20,25 @@ from registry.storage import migrate
 from registry.storage.database import Database
 from tests.cli.test_cli import capgate, running_server
 from tests.factories import EXAMPLE_KINDS, example, example_path
+from tests.support.fixtures import shared_root
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures"
+# Real files from ../shared/fixtures; a test that uses one skips when it is absent.
+FIX = shared_root()
 MULTI = (
     FIX / "load-tests" / "guidellm" / "llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
 )
+# Measured on two replicas (the file does not say so: its folder name does).
 VLLM = FIX / "load-tests" / "vllm-bench" / "llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas.json"
-GENAI = (
-    FIX / "load-tests" / "genai-perf" / "triton-inference-server__perf_analyzer__issue298-"
-    "streaming-profile_export_genai_perf.json"
-)
+GENAI = FIX / "load-tests" / "genai-perf" / "wellflat__k8s-dev__gpt-oss-20b-c1-sdk2501.json"
 AZURE = FIX / "traces" / "Azure__AzurePublicDataset__AzureLLMInferenceTrace_code_2023.csv"
+
+
+def need(*paths: Path) -> None:
+    for path in paths:
+        if not path.is_file():
+            pytest.skip(f"shared fixture absent: {path.name}")
+
+
 EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 AGAINST = (
     "--workload",
@@ -39,6 +47,8 @@ AGAINST = (
     "llama31-8b-h100-vllm",
     "--class",
     "interactive",
+    "--replicas",
+    "2",
 )
 SLO = ("--ttft-p99-ms", "2000", "--tpot-p99-ms", "100", "--e2e-p99-ms", "60000")
 SLO_ALL = (*SLO, "--queue-deadline-ms", "5000")
@@ -73,6 +83,7 @@ def evidence_names(env: dict[str, str]) -> list[str]:
 
 
 def test_import_real_files_stages_and_reimport(env: dict[str, str]) -> None:
+    need(MULTI, VLLM)
     first = capgate("evidence", "import", str(MULTI), str(VLLM), *AGAINST, env=env)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
@@ -102,6 +113,7 @@ def test_import_real_files_stages_and_reimport(env: dict[str, str]) -> None:
 def test_broken_file_exits_2_with_one_line_and_leaves_nothing(
     env: dict[str, str], tmp_path: Path
 ) -> None:
+    need(VLLM)
     broken = tmp_path / "broken.json"
     broken.write_text('{"benchmarks": [')
     result = capgate("evidence", "import", str(VLLM), str(broken), *AGAINST, env=env)
@@ -115,11 +127,12 @@ def test_broken_file_exits_2_with_one_line_and_leaves_nothing(
     result = capgate("evidence", "import", str(unknown), *AGAINST, env=env)
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
-    assert line.startswith(f"capgate: error: {unknown}: (top level): expected one of: ")
+    assert line.startswith(f"capgate: error: {unknown}: (top level): supported tools and formats: ")
     assert evidence_names(env) == [EVIDENCE]
 
 
 def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
+    need(VLLM)
     assert capgate("evidence", "list", "--stale", env=env).stdout == "no stale evidence\n"
     # The vLLM fixture was measured in 2025: past the 90-day maximum.
     imported = capgate("evidence", "import", str(VLLM), *AGAINST, env=env)
@@ -162,6 +175,7 @@ def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_from_trace_azure_validates_and_submits(env: dict[str, str], tmp_path: Path) -> None:
+    need(AZURE)
     out = tmp_path / "azure.yaml"
     written = capgate(
         "workload", "from-trace", str(AZURE), "--name", "azure-code", *SLO_ALL,
@@ -189,6 +203,7 @@ def test_from_trace_azure_validates_and_submits(env: dict[str, str], tmp_path: P
 
 
 def test_from_trace_to_stdout_with_slo_file(local_env: dict[str, str], tmp_path: Path) -> None:
+    need(AZURE)
     slo = tmp_path / "slo.yaml"
     slo.write_text(
         "ttft_p99_ms: 1500\ntpot_p99_ms: 60\ne2e_p99_ms: 75000\nqueue_deadline_ms: 2000\n"
@@ -245,12 +260,24 @@ def local_env(tmp_path: Path) -> dict[str, str]:
         ),
         (
             ("evidence", "import", str(GENAI), *AGAINST),
-            f"capgate: error: {GENAI}: measured_at: the file states no time of measurement; "
-            "pass measured_at",
+            f"capgate: error: {GENAI}: --measured-at: the file states no time of measurement; "
+            "pass --measured-at with an ISO 8601 time and zone, e.g. --measured-at "
+            "2026-11-24T14:05:00Z (API: form field measured_at)",
         ),
         (
             ("evidence", "import", str(VLLM), *AGAINST, "--measured-at", "2026-11-20"),
             "capgate: error: --measured-at: needs a time zone, e.g. 2026-11-24T14:05:00Z",
+        ),
+        (
+            ("evidence", "import", str(VLLM), *AGAINST[:-2]),
+            f"capgate: error: {VLLM}: --replicas: the file does not state how many replicas "
+            "served the test; pass --replicas N (API: form field replicas). Rates are divided "
+            "by it, so it cannot default to 1",
+        ),
+        (
+            ("evidence", "import", *AGAINST, "--class", "batch=/no/such/batch.json"),
+            "capgate: error: --class: give either result files with one --class NAME, or "
+            "--class NAME=FILE for each class of a mixed test, not both",
         ),
     ],
     ids=[
@@ -262,12 +289,27 @@ def local_env(tmp_path: Path) -> dict[str, str]:
         "import unknown tool",
         "import file without a time",
         "import time without a zone",
+        "import without replicas",
+        "import mixing --class forms",
     ],
 )
 def test_bad_input_exits_2_with_one_line(
     local_env: dict[str, str], args: tuple[str, ...], message: str
 ) -> None:
+    need(*(Path(a) for a in args if a.startswith(str(FIX))))
     result = capgate(*args, env=local_env)
     assert result.returncode == 2
     assert result.stderr == message + "\n"
     assert result.stdout == ""
+
+
+def test_a_class_not_in_the_workload_names_the_flag(env: dict[str, str]) -> None:
+    need(VLLM)
+    result = capgate("evidence", "import", str(VLLM), *AGAINST[:-4], "--replicas", "2", env=env)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"capgate: error: {VLLM}: results.per_class.default: traffic class ")
+    assert line.endswith(
+        "'default' is not in workload chat-assistant (batch, interactive); name the class the "
+        "test offered with --class NAME (API: form field traffic_class)"
+    )

@@ -13,7 +13,7 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 
-from tests.factories import example, example_path
+from tests.factories import EXAMPLE_EVIDENCE, example, example_path, write_load_test
 from tests.support.opa_server import free_port, running_opa
 
 CAPGATE = [sys.executable, "-m", "cli.main"]
@@ -33,20 +33,39 @@ def env(tmp_path: Path) -> dict[str, str]:
         CAPGATE_DATABASE_URL=f"sqlite:///{tmp_path / 'registry.db'}", CAPGATE_PRINCIPAL="ci"
     )
     assert capgate("db", "upgrade", env=base).returncode == 0
-    evidence = example("evidence")
-    # The example's load test is illustrative: date it within the 90-day freshness limit.
-    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=6)).isoformat()
-    dated = tmp_path / "evidence.yaml"
-    dated.write_text(yaml.safe_dump(evidence))
-    for kind, path in (
-        ("workload", example_path("workload")),
-        ("provider", example_path("provider")),
-        ("plan", example_path("plan")),
-        ("evidence", dated),
-    ):
-        result = capgate(kind, "submit", str(path), env=base)
+    for kind in ("workload", "provider", "plan"):
+        result = capgate(kind, "submit", str(example_path(kind)), env=base)
         assert result.returncode == 0, result.stderr
+    # The example's load test is illustrative: date it within the 90-day freshness limit.
+    result = import_load_test(tmp_path, base, days_ago=6)
+    assert result.returncode == 0, result.stderr
     return base
+
+
+def import_load_test(
+    tmp_path: Path, env: dict[str, str], *, days_ago: int, run: int = 0, **refs: str
+) -> subprocess.CompletedProcess[str]:
+    """`capgate evidence import` of the example's load test, as the worked example runs it."""
+    when = (datetime.now(UTC) - timedelta(days=days_ago)).isoformat()
+    targets = {"workload": "chat-assistant", "plan": "chat-assistant-prod", **refs}
+    return capgate(
+        "evidence",
+        "import",
+        "--workload",
+        targets["workload"],
+        "--provider",
+        "llama31-8b-h100-vllm",
+        "--plan",
+        targets["plan"],
+        "--replicas",
+        "1",
+        "--measured-at",
+        when,
+        "--name",
+        EXAMPLE_EVIDENCE,
+        *write_load_test(tmp_path, run),
+        env=env,
+    )
 
 
 def short_grace(tmp_path: Path) -> Path:
@@ -178,17 +197,21 @@ def test_workload_growth_denies_until_new_evidence(env: dict[str, str], tmp_path
     assert "evidence_fresh" in denied.stdout
     assert "classes.interactive.prompt_tokens.p99: 6100.0 -> 7930.0" in denied.stdout
 
-    evidence = example("evidence")
-    evidence["measured_against"] = {
-        "workload": "chat-assistant@v2",
-        "provider": "llama31-8b-h100-vllm@v1",
-        "plan": "chat-assistant-prod@v2",
-    }
-    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=1)).isoformat()
-    evidence["raw_file"]["sha256"] = "sha256:" + "cd" * 32
-    retest = tmp_path / "evidence-v2.yaml"
-    retest.write_text(yaml.safe_dump(evidence))
-    assert capgate("evidence", "submit", str(retest), env=env).returncode == 0
+    # Re-importing the same files for the changed workload is refused (evidence laundering)...
+    relabelled = import_load_test(
+        tmp_path, env, days_ago=1, workload="chat-assistant@v2", plan="chat-assistant-prod@v2"
+    )
+    assert relabelled.returncode == 2, relabelled.stdout
+    # ...a new load test measured against the new versions is accepted and allows again.
+    retest = import_load_test(
+        tmp_path,
+        env,
+        days_ago=1,
+        run=1,
+        workload="chat-assistant@v2",
+        plan="chat-assistant-prod@v2",
+    )
+    assert retest.returncode == 0, retest.stderr
     allowed = capgate("gate", "check", "chat-assistant-prod", env=env)
     assert allowed.returncode == 0, allowed.stdout
     assert allowed.stdout.startswith("ALLOW chat-assistant-prod@v2")

@@ -17,7 +17,7 @@ from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
-from tests.factories import example
+from tests.factories import example, import_example_evidence
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LIMITS = StalenessThresholds()
@@ -39,8 +39,9 @@ def engine() -> EmbeddedEngine:
 
 @pytest.fixture
 def registered(database: Database) -> Database:
-    for kind in ("workload", "provider", "plan", "evidence"):
+    for kind in ("workload", "provider", "plan"):
         submit(database, kind, example(kind))
+    import_example_evidence(database)
     return database
 
 
@@ -138,16 +139,14 @@ def test_workload_change_stales_evidence_until_new_evidence(
     assert "classes.interactive.prompt_tokens.p99" in str(fresh[0])
     assert "6100" in str(fresh[0]) and "7930" in str(fresh[0])
 
-    # New evidence measured against the new versions brings the plan back to allow.
-    evidence = example("evidence")
-    evidence["measured_against"] = {
-        "workload": "chat-assistant@v2",
-        "provider": "llama31-8b-h100-vllm@v1",
-        "plan": "chat-assistant-prod@v2",
-    }
-    evidence["measured_at"] = "2026-11-29T10:00:00Z"
-    evidence["raw_file"]["sha256"] = "sha256:" + "ab" * 32
-    submit(registered, "evidence", evidence)
+    # A new load test measured against the new versions brings the plan back to allow.
+    import_example_evidence(
+        registered,
+        workload="chat-assistant@v2",
+        plan="chat-assistant-prod@v2",
+        measured_at="2026-11-29T10:00:00+00:00",
+        run=1,
+    )
     allowed = gate(registered, engine)
     assert allowed.outcome is Outcome.allow, allowed.violations
     # The earlier decision keeps what it was.

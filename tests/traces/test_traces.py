@@ -371,3 +371,25 @@ def test_missing_class_slo_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as exc:
         workload_from_trace(path, name="c", slo={"b": SLO}, class_by="k")
     assert exc.value.problems[0].loc == "slo.a"
+
+
+def test_zone_less_and_zoned_stamps_mix_as_utc(tmp_path: Path) -> None:
+    # Zone-less stamps are UTC: 01:00:02+01:00 is 00:00:02Z, two seconds after the first.
+    path = _write(
+        tmp_path / "z.csv",
+        [
+            "timestamp,prompt_tokens,output_tokens",
+            "2025-01-01T00:00:00,1,1",
+            "2025-01-01T00:00:01,1,1",
+            "2025-01-01T01:00:02+01:00,1,1",
+            "2025-01-01T00:00:04,1,1",
+        ],
+    )
+    prof = workload_from_trace(path, name="z", slo=SLO)
+    assert prof.measurement is not None
+    assert prof.measurement.window_start == datetime(2025, 1, 1, tzinfo=UTC)
+    assert prof.measurement.window_end == datetime(2025, 1, 1, 0, 0, 4, tzinfo=UTC)
+    arrival = prof.classes[0].arrival
+    assert arrival.mean_rps == pytest.approx(4 / 4)  # 4 requests over a 4 s span
+    # gaps 1, 1, 2 s: mean 4/3, population std sqrt(2)/3, so CV sqrt(2)/4
+    assert arrival.interarrival_cv == pytest.approx(2**0.5 / 4)
