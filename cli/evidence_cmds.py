@@ -291,6 +291,12 @@ def extend_evidence(group: typer.Typer) -> None:
             emit_json(view)
             return
         typer.echo(f"{view.ref}  {'STALE' if view.stale else 'fresh'}")
+        if view.withdrawn is not None:
+            w = view.withdrawn
+            typer.echo(
+                f"WITHDRAWN {w.withdrawn_at:%Y-%m-%d %H:%M} by {w.withdrawn_by}: {w.reason} "
+                "(supports nothing, blocks nothing)"
+            )
         if view.measured_at is not None and view.age_days is not None:
             typer.echo(
                 f"measured {view.measured_at.isoformat()} ({view.age_days:.1f} days ago; "

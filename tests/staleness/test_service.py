@@ -219,6 +219,7 @@ def test_new_evidence_for_the_new_version_is_fresh(worked: Database) -> None:
     fresh = example("evidence", name="chat-assistant-rerun")
     fresh["measured_against"]["workload"] = "chat-assistant@v2"
     del fresh["measured_against"]["plan"]  # the plan still pins v1
+    fresh["raw_file"]["sha256"] = "sha256:" + "ef" * 32  # a new test: another result file
     submit(worked, "evidence", fresh)
     assert stale_refs(worked) == [f"{EVIDENCE}@v1"]
 
