@@ -431,6 +431,23 @@ def extend_workload(group: typer.Typer) -> None:
             str | None,
             typer.Option("--trace-ref", help="Where the trace lives (default: the file path)."),
         ] = None,
+        hash_block_tokens: Annotated[
+            int,
+            typer.Option(
+                "--hash-block-tokens",
+                min=1,
+                help="Tokens per prefix block behind a trace's hash_ids (Mooncake: 512).",
+            ),
+        ] = 512,
+        prefix_cache_tokens: Annotated[
+            int | None,
+            typer.Option(
+                "--prefix-cache-tokens",
+                min=1,
+                help="Also compute the prefix reuse share for an LRU cache of this many "
+                "tokens (default: an unbounded cache, an upper bound).",
+            ),
+        ] = None,
         output: Annotated[
             Path | None, typer.Option("--output", "-o", help="Write the profile YAML here.")
         ] = None,
@@ -474,6 +491,8 @@ def extend_workload(group: typer.Typer) -> None:
             trace_start=start,
             assumed_service_time_s=assumed_service_time_s,
             trace_ref=trace_ref,
+            hash_block_tokens=hash_block_tokens,
+            prefix_cache_tokens=prefix_cache_tokens,
         )
         document = fit.profile.model_dump(mode="json", exclude_none=True)
         if output is not None:

@@ -24,6 +24,7 @@ from registry.planner.sampling import draw_class
 from registry.planner.search import Evaluator
 from registry.planner.simulator import ClassLoad, RetrySpec, simulate
 from registry.planner.step_time import Efficiency
+from registry.planner.unknowns import planned_prefix_share
 from registry.records.documents import read_record
 from registry.records.kinds import RecordKind
 from registry.records.plan import CapacityPlan
@@ -55,7 +56,7 @@ def bench_single_replica(requests: int = 60_000, repeats: int = 3) -> float:
         rate_rps=10.0,
         stream=stream,
         deadline_s=adm.queue_deadline_ms / 1e3,
-        prefix_share=cls.prefix_cache_share,
+        prefix_share=planned_prefix_share(cls),
     )
     best = 0.0
     for _ in range(repeats):

@@ -17,7 +17,7 @@ from registry.planner.memory import GIB, kv_bytes_per_token, memory_fit
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, StepModel
 
-FIX = "/work/shared/fixtures/load-tests/"
+FIX = "../shared/fixtures/load-tests/"  # beside the checkout; named for readers only
 IPERF = (
     "inference-perf kubecon25 vLLM 0.11.0, Llama-3-8B-Instruct, 1x H100 "
     "(kubernetes-sigs/inference-perf@7de5ef2, " + FIX + "inference-perf/...{stage})"

@@ -44,6 +44,7 @@ def _workload_class(traffic_class: TrafficClass) -> WorkloadClassInput:
         interarrival_cv=traffic_class.arrival.interarrival_cv,
         max_output_tokens=traffic_class.max_output_tokens,
         cancellation_rate=traffic_class.cancellation_rate,
+        cancellation_rate_unknown=traffic_class.unknown_reason("cancellation_rate"),
         slo=traffic_class.slo.model_dump(),
         measured=MeasuredFlags(
             prompt_tokens=_measured(traffic_class.prompt_tokens),

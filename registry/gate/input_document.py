@@ -58,7 +58,13 @@ class WorkloadClassInput(_Doc):
     peak_rps: float
     interarrival_cv: float
     max_output_tokens: int | None
-    cancellation_rate: float
+    cancellation_rate: float | None = Field(
+        description="Share of requests the clients cancel; null when the profile does not "
+        "know it (see cancellation_rate_unknown)."
+    )
+    cancellation_rate_unknown: str | None = Field(
+        description="Why the cancellation rate is unknown; null when it is stated."
+    )
     slo: dict[str, float] = Field(
         description="ttft_p99_ms, tpot_p99_ms, e2e_p99_ms, queue_deadline_ms."
     )

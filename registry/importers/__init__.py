@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -220,6 +221,17 @@ def import_class_files(
     Each file must hold one stage; the files' measurement windows must overlap (see
     ``registry.importers.combine``).
     """
+    common = ImportContext(
+        data=b"",
+        file_name="",
+        workload=workload,
+        provider=provider,
+        plan=plan,
+        traffic_class=None,
+        measured_at=measured_at,
+        name=name,
+        replicas=replicas,
+    )
     parts: list[ClassFile] = []
     for traffic_class, file_name, data in files:
         stages = _parse(data, file_name=file_name, tool=tool)
@@ -230,17 +242,7 @@ def import_class_files(
                 "hold one run",
                 source=file_name,
             )
-        ctx = ImportContext(
-            data=data,
-            file_name=file_name,
-            workload=workload,
-            provider=provider,
-            plan=plan,
-            traffic_class=traffic_class,
-            measured_at=measured_at,
-            name=name,
-            replicas=replicas,
-        )
+        ctx = replace(common, data=data, file_name=file_name, traffic_class=traffic_class)
         parts.append(ClassFile(traffic_class=traffic_class, stage=stages[0], ctx=ctx))
     return combine(parts, name=name)
 

@@ -17,7 +17,13 @@ from pydantic import ValidationError
 from registry.errors import Unavailable
 from registry.staleness.rules import StalenessThresholds
 
-_STALENESS_KEYS = ("length_quantile_change", "peak_rate_growth", "burstiness_growth")
+_STALENESS_KEYS = (
+    "length_quantile_change",
+    "peak_rate_growth",
+    "burstiness_growth",
+    "prefix_cache_share_change",
+    "cancellation_rate_change",
+)
 
 
 def data_path() -> Path:

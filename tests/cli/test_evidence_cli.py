@@ -313,3 +313,31 @@ def test_a_class_not_in_the_workload_names_the_flag(env: dict[str, str]) -> None
         "'default' is not in workload chat-assistant (batch, interactive); name the class the "
         "test offered with --class NAME (API: form field traffic_class)"
     )
+
+
+def test_from_trace_mooncake_prefix_share_with_a_bounded_cache(
+    local_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Three requests; the second and third reuse the first's leading 512-token blocks."""
+    rows = [
+        {"timestamp": 0, "input_length": 1024, "output_length": 50, "hash_ids": [1, 2]},
+        {"timestamp": 1000, "input_length": 1536, "output_length": 60, "hash_ids": [1, 2, 3]},
+        {"timestamp": 2000, "input_length": 1024, "output_length": 70, "hash_ids": [1, 4]},
+    ]
+    trace = tmp_path / "mooncake.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ("workload", "from-trace", str(trace), "--name", "moon", *SLO_ALL)
+    start = ("--trace-start", "2026-11-20T00:00:00Z")
+    unbounded = capgate(*args, *start, env=local_env)
+    assert unbounded.returncode == 0, unbounded.stderr
+    (cls,) = yaml.safe_load(unbounded.stdout)["classes"]
+    # Hits: 0 + 1024 (blocks 1, 2) + 512 (block 1) tokens of 1024 + 1536 + 1024 prompt tokens.
+    assert cls["prefix_cache_share"] == round(1536 / 3584, 4)
+    # hash_ids make the prefix share measured; nothing in the trace says who cancelled.
+    assert set(cls["unknown"]) == {"cancellation_rate"}
+    assert "cancellation_rate" not in cls
+    bounded = capgate(*args, *start, "--prefix-cache-tokens", "1024", env=local_env)
+    assert bounded.returncode == 0, bounded.stderr
+    (small,) = yaml.safe_load(bounded.stdout)["classes"]
+    # An LRU cache of two blocks: request 3 finds block 1 evicted by blocks 2 and 3.
+    assert small["prefix_cache_share"] < cls["prefix_cache_share"]
