@@ -25,6 +25,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers import aiperf, genai_perf, guidellm, inference_perf, vllm
 from registry.importers.combine import ClassFile, combine
@@ -77,6 +79,13 @@ def _load(data: bytes, *, source: str) -> Any:
         raise refuse("(file)", f"not UTF-8 text: {exc.reason}", source=source) from exc
     if not text.strip():
         raise refuse("(file)", "the file is empty", source=source)
+    try:
+        # orjson parses a 100,000-request --save-detailed file about 3x faster than json;
+        # it refuses what the standard library accepts (NaN, Infinity, which Python-written
+        # results can hold), so those fall through to json.
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
