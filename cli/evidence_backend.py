@@ -38,8 +38,10 @@ def import_files(
         }
         if options.plan is not None:
             form["plan"] = options.plan
-        if options.mixed:
+        if options.mixed and all(f.traffic_class for f in files):
             form["traffic_class"] = [f"{f.traffic_class}={f.name}" for f in files]
+        elif options.mixed:
+            form["together"] = "true"  # each file names its own class
         elif options.traffic_class is not None:
             form["traffic_class"] = options.traffic_class
         if options.measured_at is not None:

@@ -155,6 +155,14 @@ def extend_evidence(group: typer.Typer) -> None:
                 "class run at the same time, combined into one record.",
             ),
         ] = None,
+        together: Annotated[
+            bool,
+            typer.Option(
+                "--together",
+                help="The files were run at the same time, one per class, each naming its class "
+                "(vLLM --metadata traffic_class=NAME): combine them into one mixed record.",
+            ),
+        ] = False,
         replicas: Annotated[
             int | None,
             typer.Option(
@@ -192,6 +200,14 @@ def extend_evidence(group: typer.Typer) -> None:
         from registry.importers.service import ImportOptions
 
         contents, traffic_class, mixed = _import_inputs(files or [], classes or [])
+        if together and not mixed:
+            if traffic_class is not None:
+                raise _invalid(
+                    "--together takes each file's class from the file; drop --class NAME or "
+                    "give --class NAME=FILE per file",
+                    loc="--together",
+                )
+            mixed = True
         options = ImportOptions(
             workload=workload,
             provider=provider,

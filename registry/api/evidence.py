@@ -198,6 +198,13 @@ def evidence_router() -> APIRouter:
         name: Annotated[
             str | None, Form(description="Record name (one file or a mixed test).")
         ] = None,
+        together: Annotated[
+            bool,
+            Form(
+                description="The files were run together, one per class, each naming its "
+                "class: combine them into one mixed record."
+            ),
+        ] = False,
     ) -> list[SubmitResult]:
         from starlette.concurrency import run_in_threadpool
 
@@ -208,6 +215,14 @@ def evidence_router() -> APIRouter:
             inputs, single, mixed = _class_files(uploads, [c for c in traffic_class or [] if c])
         except InvalidInput as exc:
             raise _with_source(exc) from None
+        if together and single is not None:
+            raise InvalidInput(
+                "invalid import request",
+                problems=[
+                    FieldProblem("together", "each file names its class: drop traffic_class")
+                ],
+            )
+        mixed = mixed or together
         options = ImportOptions(
             workload=workload,
             provider=provider,

@@ -227,8 +227,9 @@ def import_class_files(
 ) -> ImportedStage:
     """One evidence record from (traffic class, file name, bytes) triples run together.
 
-    Each file must hold one stage; the files' measurement windows must overlap (see
-    ``registry.importers.combine``).
+    An empty traffic class means "the class the file names" (vLLM --metadata
+    traffic_class=...). Each file must hold one stage; the files' measurement windows must
+    overlap (see ``registry.importers.combine``).
     """
     common = ImportContext(
         data=b"",
@@ -249,6 +250,15 @@ def import_class_files(
                 "--class",
                 f"holds {len(stages)} stages; a file given for one class of a mixed test must "
                 "hold one run",
+                source=file_name,
+            )
+        # Without --class NAME=FILE the file must name its class itself (a label in it).
+        traffic_class = traffic_class or stages[0].class_label or ""
+        if not traffic_class:
+            raise refuse(
+                "--class",
+                "the file names no traffic class; give --class NAME=FILE for each file of a "
+                "mixed test",
                 source=file_name,
             )
         ctx = replace(common, data=data, file_name=file_name, traffic_class=traffic_class)

@@ -341,3 +341,29 @@ def test_from_trace_mooncake_prefix_share_with_a_bounded_cache(
     (small,) = yaml.safe_load(bounded.stdout)["classes"]
     # An LRU cache of two blocks: request 3 finds block 1 evicted by blocks 2 and 3.
     assert small["prefix_cache_share"] < cls["prefix_cache_share"]
+
+
+def test_mixed_test_from_files_that_name_their_classes(env: dict[str, str], tmp_path: Path) -> None:
+    """vLLM generators run with --metadata traffic_class=NAME: --together makes one record."""
+    from tests.importers.test_mixed_and_replicas import vllm_summary
+
+    chat, batch = tmp_path / "chat.json", tmp_path / "batch.json"
+    chat.write_bytes(vllm_summary(rate=6.0, traffic_class="interactive"))
+    batch.write_bytes(vllm_summary(rate=2.0, traffic_class="batch"))
+    against = ("--workload", "chat-assistant", "--provider", "llama31-8b-h100-vllm")
+    result = capgate(
+        "evidence", "import", str(chat), str(batch), *against, "--replicas", "1",
+        "--together", "--name", "mixed-vllm", "--json", env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (record,) = json.loads(result.stdout)
+    content = record["record"]["content"]
+    assert content["offered"]["classes"] == ["interactive", "batch"]
+    assert content["offered"]["request_rate_rps"] == 8.0
+    assert sorted(content["results"]["per_class"]) == ["batch", "interactive"]
+    # Without --together the same files are two single-class records.
+    apart = capgate(
+        "evidence", "import", str(chat), str(batch), *against, "--replicas", "1", env=env
+    )
+    assert apart.returncode == 0, apart.stderr
+    assert len(apart.stdout.splitlines()) == 2

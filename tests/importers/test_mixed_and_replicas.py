@@ -136,3 +136,26 @@ def test_mixed_class_files_must_agree_on_replicas() -> None:
             replicas=1,
         )
     assert "more than one file" in error.value.one_line()
+
+
+def test_files_that_name_their_class_combine_without_flags() -> None:
+    chat = vllm_summary(rate=6.0, traffic_class="interactive")
+    batch = vllm_summary(rate=2.0, traffic_class="batch")
+    stage = import_class_files(
+        [("", "chat.json", chat), ("", "batch.json", batch)],
+        workload="w@v1",
+        provider="p@v1",
+        replicas=1,
+    )
+    assert stage.evidence.offered.classes == ["interactive", "batch"]
+    assert stage.evidence.offered.request_rate_rps == 8.0
+    unlabelled = vllm_summary(rate=2.0)
+    with pytest.raises(InvalidInput) as error:
+        import_class_files(
+            [("", "chat.json", chat), ("", "plain.json", unlabelled)],
+            workload="w@v1",
+            provider="p@v1",
+            replicas=1,
+        )
+    assert error.value.source == "plain.json"
+    assert "names no traffic class" in error.value.one_line()
