@@ -32,8 +32,9 @@ EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 
 @pytest.fixture(scope="module")
 def engine() -> EmbeddedEngine:
-    """The installed bundle, letting declared evidence count: the worked example's load
-    test is declared by hand, and this file is about withdrawal, not provenance."""
+    """The installed bundle, letting declared evidence count: this file uses the declared
+    form of the example's load test (examples/chat-assistant/evidence.yaml), whose versions
+    are easy to vary by hand, and is about withdrawal, not provenance."""
     bundle = load_bundle()
     data = copy.deepcopy(bundle.data)
     thresholds = data.setdefault("capgate", {}).setdefault("thresholds", {})
