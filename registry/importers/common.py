@@ -306,9 +306,9 @@ def _check_completed(stage: ParsedStage, source: str) -> None:
         failed = f", failed: {stage.failed}" if stage.failed is not None else ""
         where = f"stage {stage.stage}: " if stage.stage is not None else ""
         raise refuse(
-            "completed",
-            f"{where}completed: 0{failed}; no request completed, so the file's latencies "
-            "(stated as 0) measure nothing. Fix the run and load the test again",
+            f"{where}completed",
+            f"0{failed}; no request completed, so the file's latencies (stated as 0) measure "
+            "nothing. Fix the run and load the test again",
             source=source,
             summary=f"cannot import {source}: {where}completed: 0{failed}",
         )

@@ -20,7 +20,7 @@ from registry.storage import migrate
 from registry.storage.database import Database
 from tests.cli.test_cli import capgate, running_server
 from tests.factories import EXAMPLE_KINDS, example, example_path
-from tests.support.fixtures import shared_root
+from tests.support.fixtures import own, shared_root
 
 # Real files from ../shared/fixtures; a test that uses one skips when it is absent.
 FIX = shared_root()
@@ -31,6 +31,7 @@ MULTI = (
 VLLM = FIX / "load-tests" / "vllm-bench" / "llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas.json"
 GENAI = FIX / "load-tests" / "genai-perf" / "wellflat__k8s-dev__gpt-oss-20b-c1-sdk2501.json"
 AZURE = FIX / "traces" / "Azure__AzurePublicDataset__AzureLLMInferenceTrace_code_2023.csv"
+ALL_FAILED = own("load-tests/vllm-bench/synthetic__vllm-all-failed-completed-0.json")
 
 
 def need(*paths: Path) -> None:
@@ -275,6 +276,12 @@ def local_env(tmp_path: Path) -> dict[str, str]:
             "by it, so it cannot default to 1",
         ),
         (
+            ("evidence", "import", str(ALL_FAILED), *AGAINST),
+            f"capgate: error: {ALL_FAILED}: completed: 0, failed: 8; no request completed, so "
+            "the file's latencies (stated as 0) measure nothing. Fix the run and load the test "
+            "again",
+        ),
+        (
             ("evidence", "import", *AGAINST, "--class", "batch=/no/such/batch.json"),
             "capgate: error: --class: give either result files with one --class NAME, or "
             "--class NAME=FILE for each class of a mixed test, not both",
@@ -290,6 +297,7 @@ def local_env(tmp_path: Path) -> dict[str, str]:
         "import file without a time",
         "import time without a zone",
         "import without replicas",
+        "import a run that completed nothing",
         "import mixing --class forms",
     ],
 )

@@ -250,3 +250,52 @@ def test_plan_still_pinning_the_old_workload_sees_recorded_staleness(
         in str(fresh[0]["message"])
         + str(fresh[0]["details"])
     )
+
+
+def test_a_load_test_with_failed_requests_does_not_show_the_slo(database: Database) -> None:
+    """The example's load test where 7 % of interactive requests failed with HTTP 500: the
+    latencies of the requests that survived look fine, the gate does not take them."""
+    import json
+
+    from registry.importers.service import ImportFile, ImportOptions, import_files
+    from tests.factories import EXAMPLE_EVIDENCE, load_test_bytes
+
+    for kind in ("workload", "provider", "plan"):
+        submit(database, kind, example(kind))
+    interactive = json.loads(load_test_bytes("interactive"))
+    completed = int(interactive["request_count"]["avg"])
+    failed = round(completed * 0.07)
+    cancelled = int(interactive["error_request_count"]["avg"])
+    interactive["error_request_count"]["avg"] = float(cancelled + failed)
+    interactive["error_summary"].append(
+        {
+            "error_details": {"code": 500, "type": "HTTPError", "message": "upstream error"},
+            "count": failed,
+        }
+    )
+    files = [
+        ImportFile("interactive.json", json.dumps(interactive).encode(), "interactive"),
+        ImportFile("batch.json", load_test_bytes("batch"), "batch"),
+    ]
+    options = ImportOptions(
+        workload="chat-assistant",
+        provider="llama31-8b-h100-vllm",
+        plan="chat-assistant-prod",
+        replicas=1,
+        measured_at=datetime(2026, 11, 24, 14, 5, tzinfo=UTC),
+        name=EXAMPLE_EVIDENCE,
+        mixed=True,
+    )
+    import_files(database, files, options, principal="alice")
+    engine = EmbeddedEngine()
+    decision = gate(database, engine)
+    assert decision.outcome is Outcome.deny
+    (errors,) = [v for v in decision.violations if v["rule"] == "evidence_errors"]
+    batch_completed = int(json.loads(load_test_bytes("batch"))["request_count"]["avg"])
+    expected = failed / (completed + batch_completed + failed)
+    assert errors["details"]["failed"] == failed
+    assert errors["details"]["error_rate"] == pytest.approx(expected, abs=1e-6)
+    assert {v["rule"] for v in decision.violations if v["policy"] == "tail_slo"} == {
+        "evidence_errors",
+        "no_evidence_at_peak",
+    }

@@ -184,7 +184,7 @@ def test_inference_perf_zero_completed_refused() -> None:
     assert doc["successes"]["count"] == 0
     with pytest.raises(InvalidInput) as exc:
         load(ALL_FAILED)
-    assert exc.value.problems[0].loc == "completed"
+    assert exc.value.problems[0].loc == "stage 2: completed"  # the stage its file name gives
     assert f"completed: 0, failed: {doc['failures']['count']}" in str(exc.value)
     assert exc.value.source == path_of(ALL_FAILED).name
 
