@@ -92,26 +92,35 @@ _has_trace_digest if {
 # METADATA
 # title: Load test not uniform
 # description: >-
-#   Every fresh load test's prompt_tokens_cv and output_tokens_cv exceed
-#   load_test_min_prompt_tokens_cv and load_test_min_output_tokens_cv; null is unknown
-#   and fails.
+#   Some fresh load test's prompt_tokens_cv exceeds load_test_min_prompt_tokens_cv, and
+#   some fresh test's output_tokens_cv exceeds load_test_min_output_tokens_cv (null is
+#   unknown and does not count). Coverage is judged over the set: an extra fixed-length
+#   microbenchmark beside a realistic test does not fail the plan.
 # custom:
 #   severity: high
 #   guards: "failure mode: uniform prompts hide queue and cache behaviour"
 violations contains v if {
-	some e in _fresh
+	count(_fresh) > 0
 	some cv_field, threshold_field in _cvs
-	cv := object.get(e.findings, cv_field, null)
 	minimum := _thresholds[threshold_field]
-	not _above(cv, minimum)
+	not _reproduced(cv_field, minimum)
+
+	# Refs only, and in details: regopy's concat quotes strings and its object.get loses a
+	# function argument used as the key, so neither may shape an output (parity).
+	tests := [e.ref | some e in _fresh]
 	v := result.violation(
 		_policy, "uniform_load_test", "high",
 		sprintf(
-			"evidence %s: %s is %v, not above %v: the load test does not reproduce the workload's distribution",
-			[e.ref, cv_field, result.show(cv), result.show(minimum)],
+			"no fresh load test has %s above %v (of %d fresh tests, listed in details): the load tests do not reproduce the workload's distribution",
+			[cv_field, result.show(minimum), count(tests)],
 		),
-		{"evidence": e.ref, "metric": cv_field, "cv": cv, "min_cv": minimum},
+		{"metric": cv_field, "min_cv": minimum, "evidence": tests},
 	)
+}
+
+_reproduced(cv_field, minimum) if {
+	some e in _fresh
+	_above(object.get(e.findings, cv_field, null), minimum)
 }
 
 _above(x, minimum) if {

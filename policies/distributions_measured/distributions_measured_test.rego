@@ -28,14 +28,26 @@ test_fail_uniform_prompts if {
 	inp := object.union(_input, {"evidence": [object.union(_evidence, {"findings": {"prompt_tokens_cv": 0}})]})
 	distributions_measured.violations == {{
 		"policy": "distributions_measured", "rule": "uniform_load_test", "severity": "high",
-		"message": "evidence ev@v1: prompt_tokens_cv is 0, not above 0.2: the load test does not reproduce the workload's distribution",
-		"details": {"evidence": "ev@v1", "metric": "prompt_tokens_cv", "cv": 0, "min_cv": 0.2},
+		"message": "no fresh load test has prompt_tokens_cv above 0.2 (of 1 fresh tests, listed in details): the load tests do not reproduce the workload's distribution",
+		"details": {"metric": "prompt_tokens_cv", "min_cv": 0.2, "evidence": ["ev@v1"]},
 	}} with input as inp
 }
 
 test_fail_unknown_cv_counts_as_uniform if {
 	inp := object.union(_input, {"evidence": [object.union(_evidence, {"findings": {"output_tokens_cv": null}})]})
-	[v.message | some v in distributions_measured.violations] == ["evidence ev@v1: output_tokens_cv is unknown, not above 0.2: the load test does not reproduce the workload's distribution"] with input as inp
+	[v.message | some v in distributions_measured.violations] == ["no fresh load test has output_tokens_cv above 0.2 (of 1 fresh tests, listed in details): the load tests do not reproduce the workload's distribution"] with input as inp
+}
+
+test_success_an_extra_microbenchmark_does_not_hurt if {
+	# A realistic test plus a fixed-length microbenchmark: the set covers the distribution.
+	micro := object.union(_evidence, {"ref": "micro@v1", "findings": {"prompt_tokens_cv": 0, "output_tokens_cv": 0}})
+	distributions_measured.violations == set() with input as object.union(_input, {"evidence": [_evidence, micro]})
+}
+
+test_success_requirements_covered_by_different_tests if {
+	a := object.union(_evidence, {"ref": "a@v1", "findings": {"output_tokens_cv": 0}})
+	b := object.union(_evidence, {"ref": "b@v1", "findings": {"prompt_tokens_cv": 0}})
+	distributions_measured.violations == set() with input as object.union(_input, {"evidence": [a, b]})
 }
 
 test_fail_distribution_assumed if {

@@ -282,6 +282,22 @@ def compliant__no_autoscaling(doc: Doc) -> list[str]:
     return []
 
 
+def compliant__extra_microbenchmark(doc: Doc) -> list[str]:
+    """A fixed-length microbenchmark beside the realistic test: more evidence never hurts."""
+    micro = copy.deepcopy(_evidence(doc))
+    micro["ref"] = "chat-assistant-fixed-length-micro@v1"
+    micro["digest"] = "sha256:" + "5" * 64
+    micro["offered_rps_per_replica"] = 2.0
+    micro["findings"].update(
+        prompt_tokens_cv=0.0, output_tokens_cv=0.0, cancellation_exercised=False
+    )
+    micro["findings"]["priority_classes"] = 1
+    micro["classes"] = ["interactive"]
+    micro["per_class"] = {"interactive": micro["per_class"]["interactive"]}
+    doc["evidence"].append(micro)
+    return []
+
+
 CASES: list[Callable[[Doc], list[str]]] = [
     tail_slo__evidence_missed_at_peak,
     tail_slo__no_evidence_at_peak,
@@ -308,6 +324,7 @@ CASES: list[Callable[[Doc], list[str]]] = [
     several__sections_missing,
     compliant__tp2_nvlink_with_gain,
     compliant__no_autoscaling,
+    compliant__extra_microbenchmark,
 ]
 
 
