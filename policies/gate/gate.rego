@@ -25,9 +25,16 @@ import data.capgate.policies.warm_replica_exclusion
 violations := ((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations
 
 # METADATA
+# title: notes
+# description: >-
+#   The union of every policy's notes: findings worth a reader's attention that do not
+#   block (a pessimistic claim, say). Policies without notes contribute nothing.
+notes := tail_slo.notes
+
+# METADATA
 # title: decision
 # description: Allow when there is no violation; defined only for a well-formed input.
-decision := {"allow": count(violations) == 0, "violations": violations} if {
+decision := {"allow": count(violations) == 0, "violations": violations, "notes": notes} if {
 	_well_formed
 }
 

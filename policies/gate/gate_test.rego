@@ -7,8 +7,9 @@ _well_formed := {"plan": {}, "workload": {}, "provider": {}, "evidence": [], "re
 _v(policy) := {"policy": policy, "rule": "r", "severity": "high", "message": "m", "details": {}}
 
 test_success_allow_without_violations if {
-	gate.decision == {"allow": true, "violations": set()} with input as _well_formed
+	gate.decision == {"allow": true, "violations": set(), "notes": set()} with input as _well_formed
 		with data.capgate.policies.tail_slo.violations as set()
+		with data.capgate.policies.tail_slo.notes as set()
 		with data.capgate.policies.reserve_explicit.violations as set()
 		with data.capgate.policies.drain_configured.violations as set()
 		with data.capgate.policies.warm_replica_exclusion.violations as set()
@@ -21,8 +22,9 @@ test_success_allow_without_violations if {
 }
 
 test_fail_union_of_every_policy if {
-	gate.decision == {"allow": false, "violations": {_v("tail_slo"), _v("retries_bounded"), _v("partitioning_justified")}} with input as _well_formed
+	gate.decision == {"allow": false, "violations": {_v("tail_slo"), _v("retries_bounded"), _v("partitioning_justified")}, "notes": {_v("note")}} with input as _well_formed
 		with data.capgate.policies.tail_slo.violations as {_v("tail_slo")}
+		with data.capgate.policies.tail_slo.notes as {_v("note")}
 		with data.capgate.policies.reserve_explicit.violations as set()
 		with data.capgate.policies.drain_configured.violations as set()
 		with data.capgate.policies.warm_replica_exclusion.violations as set()

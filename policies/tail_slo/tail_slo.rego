@@ -276,24 +276,27 @@ violations contains v if {
 }
 
 # METADATA
-# title: Claims agree with the recomputation
+# title: Claims are not optimistic
 # description: >-
-#   Each latency the plan claims is within claims_max_relative_error of the planner's
-#   prediction; a larger disagreement is itself a finding.
+#   A latency the plan claims is lower than the planner's prediction by more than
+#   claims_max_relative_error (of the prediction): the plan promises more than it can
+#   keep. A claim higher than the prediction is conservative: a note, not a violation.
 # custom:
 #   severity: high
 #   guards: "method: the planner reports the error between claims, predictions and evidence"
 violations contains v if {
 	some name, checks in input.recomputation.claims_check
 	some metric, check in checks
+	check.claimed < check.predicted
 	check.relative_error > _thresholds.claims_max_relative_error
 	v := result.violation(
 		_policy, "claims_disagree", "high",
 		sprintf(
-			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v)",
+			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v): the plan promises more than the recomputation; raise claims.per_class.%s.%s or change the plan",
 			[
 				name, metric, result.show(check.claimed), result.show(check.predicted),
 				result.show(check.relative_error), result.show(_thresholds.claims_max_relative_error),
+				name, metric,
 			],
 		),
 		{
@@ -304,5 +307,25 @@ violations contains v if {
 			"relative_error": check.relative_error,
 			"max_relative_error": _thresholds.claims_max_relative_error,
 		},
+	)
+}
+
+# METADATA
+# title: Conservative claims
+# description: A claim above the prediction by more than the tolerance is noted, never denied.
+# custom:
+#   severity: info
+notes contains n if {
+	some name, checks in input.recomputation.claims_check
+	some metric, check in checks
+	check.claimed > check.predicted
+	check.relative_error > _thresholds.claims_max_relative_error
+	n := result.violation(
+		_policy, "claims_pessimistic", "info",
+		sprintf(
+			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms: the claim is conservative",
+			[name, metric, result.show(check.claimed), result.show(check.predicted)],
+		),
+		{"class": name, "metric": metric, "claimed": check.claimed, "predicted": check.predicted},
 	)
 }

@@ -188,7 +188,7 @@ test_fail_claims_disagree if {
 		"policy": "tail_slo",
 		"rule": "claims_disagree",
 		"severity": "high",
-		"message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2)",
+		"message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan",
 		"details": {
 			"class": "interactive", "metric": "ttft_p99_ms", "claimed": 600, "predicted": 1100,
 			"relative_error": 0.45454545454545453, "max_relative_error": 0.2,
@@ -202,8 +202,25 @@ test_success_claims_at_tolerance if {
 }
 
 test_fail_claims_tolerance_is_data if {
-	{v.rule | some v in tail_slo.violations} == {"claims_disagree"} with input as _input
+	patch := {"recomputation": {"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 1000, "predicted": 1100, "relative_error": 0.0909}}}}}
+	tail_slo.violations == set() with input as _with(patch)
+	{v.rule | some v in tail_slo.violations} == {"claims_disagree"} with input as _with(patch)
 		with data.capgate.thresholds.claims_max_relative_error as 0.05
+}
+
+test_success_conservative_claims_are_a_note if {
+	# The plan claims a TTFT twice the prediction: it promises less than it can keep.
+	patch := {"recomputation": {"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 2200, "predicted": 1100, "relative_error": 1}}}}}
+	tail_slo.violations == set() with input as _with(patch)
+	tail_slo.notes == {{
+		"policy": "tail_slo", "rule": "claims_pessimistic", "severity": "info",
+		"message": "class interactive: the plan claims ttft_p99_ms 2200 ms, the recomputation predicts 1100 ms: the claim is conservative",
+		"details": {"class": "interactive", "metric": "ttft_p99_ms", "claimed": 2200, "predicted": 1100},
+	}} with input as _with(patch)
+}
+
+test_success_no_note_within_tolerance if {
+	tail_slo.notes == set() with input as _input
 }
 
 test_fail_no_sizing_meets_slo if {

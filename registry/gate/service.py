@@ -43,6 +43,9 @@ class EngineDecision(Protocol):
     @property
     def violations(self) -> list[Any]: ...
 
+    @property
+    def notes(self) -> list[Any]: ...
+
 
 class Engine(Protocol):
     """What the gate needs of a policy engine (see registry.policy.engine)."""
@@ -127,6 +130,7 @@ def check(
     violations: list[dict[str, Any]] = []
     outcome, error = Outcome.error, None
     revision = "unknown"
+    notes: list[str] = []
     try:
         document = gate_input(context, sized.view.result).model_dump(mode="json")
     except ValidationError as exc:
@@ -136,6 +140,7 @@ def check(
             revision = engine.revision
             decision = engine.decide(document)
             violations = _violation_dicts(decision)
+            notes = [f"{n.policy}.{n.rule}: {n.message}" for n in decision.notes]
             outcome = Outcome.allow if decision.allow and not violations else Outcome.deny
             if decision.allow and violations:
                 error = "the policy engine allowed a plan it reported violations for"
@@ -156,6 +161,7 @@ def check(
             outcome = Outcome.allow
     stale = [e for e in context.evidence if not e.freshness.fresh]
     warnings += [f"evidence {e.view.ref} is stale: {'; '.join(e.freshness.reasons)}" for e in stale]
+    warnings += notes
 
     stored_input = dict(document, recomputation_digest=sized.view.digest) if document else {}
 

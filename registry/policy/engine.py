@@ -56,6 +56,8 @@ class PolicyDecision(BaseModel):
 
     allow: StrictBool
     violations: list[Violation]
+    # Findings that do not block (severity "info"): shown as warnings with the decision.
+    notes: list[Violation] = []
 
     @property
     def policies(self) -> list[str]:
@@ -110,15 +112,20 @@ def decision_from_result(result: Any, *, engine: str) -> PolicyDecision:
     where = f"{engine} engine: {DECISION_QUERY}"
     if not isinstance(result, dict):
         raise PolicyError(f"{where} is not an object (got {type(result).__name__})")
-    if set(result) != {"allow", "violations"}:
-        raise PolicyError(f"{where} has keys {sorted(result)}, expected ['allow', 'violations']")
-    raw_violations = result["violations"]
-    if not isinstance(raw_violations, list):
-        raise PolicyError(f"{where}: violations is not a list")
-    for raw in raw_violations:
-        if not isinstance(raw, dict) or set(raw) != VIOLATION_KEYS:
-            keys = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
-            raise PolicyError(f"{where}: a violation has {keys}, expected {sorted(VIOLATION_KEYS)}")
+    if set(result) != {"allow", "violations", "notes"}:
+        raise PolicyError(
+            f"{where} has keys {sorted(result)}, expected ['allow', 'notes', 'violations']"
+        )
+    for part in ("violations", "notes"):
+        raw_items = result[part]
+        if not isinstance(raw_items, list):
+            raise PolicyError(f"{where}: {part} is not a list")
+        for raw in raw_items:
+            if not isinstance(raw, dict) or set(raw) != VIOLATION_KEYS:
+                keys = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
+                raise PolicyError(
+                    f"{where}: an item of {part} has {keys}, expected {sorted(VIOLATION_KEYS)}"
+                )
     try:
         decision = PolicyDecision.model_validate(canonical_number(result))
     except ValidationError as exc:
@@ -129,7 +136,12 @@ def decision_from_result(result: Any, *, engine: str) -> PolicyDecision:
             f"with {len(decision.violations)} violations"
         )
     unique = {violation.sort_key(): violation for violation in decision.violations}
-    return PolicyDecision(allow=decision.allow, violations=[unique[key] for key in sorted(unique)])
+    notes = {note.sort_key(): note for note in decision.notes}
+    return PolicyDecision(
+        allow=decision.allow,
+        violations=[unique[key] for key in sorted(unique)],
+        notes=[notes[key] for key in sorted(notes)],
+    )
 
 
 def engine_from_settings(settings: Settings) -> PolicyEngine:

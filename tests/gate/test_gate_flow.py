@@ -299,3 +299,17 @@ def test_a_load_test_with_failed_requests_does_not_show_the_slo(database: Databa
         "evidence_errors",
         "no_evidence_at_peak",
     }
+
+
+def test_conservative_claims_allow_with_a_warning(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    """A plan promising less than it can keep is not denied: the gap is a warning."""
+    plan = example("plan")
+    plan["claims"]["per_class"]["interactive"]["ttft_p99_ms"] = 5000
+    assert submit(registered, "plan", plan) == "chat-assistant-prod@v2"
+    decision = gate(registered, engine)
+    assert decision.outcome is Outcome.allow, decision.violations
+    (note,) = [w for w in decision.warnings if "claims_pessimistic" in w]
+    assert note.startswith("tail_slo.claims_pessimistic: class interactive: the plan claims ")
+    assert "ttft_p99_ms 5000 ms" in note and note.endswith("the claim is conservative")

@@ -104,7 +104,8 @@ def test_success_float_precision_survives_embedded(embedded: EmbeddedEngine) -> 
             "rule": "claims_disagree",
             "severity": "high",
             "message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation "
-            "predicts 1100 ms (relative error 0.455 > 0.2)",
+            "predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the "
+            "recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan",
             "details": {
                 "class": "interactive",
                 "metric": "ttft_p99_ms",
@@ -124,3 +125,16 @@ def test_success_stale_reasons_in_message(embedded: EmbeddedEngine) -> None:
         "supersedes chat-assistant@v0: interactive prompt tokens p99 moved +38%",
         "evidence chat-assistant-h100-mixed-2026-08@v1 is 97 days old; at most 90 allowed",
     ]
+
+
+def test_success_conservative_claims_are_a_note_on_both_engines(
+    embedded: EmbeddedEngine, opa_engine: OpaServerEngine
+) -> None:
+    case = load_case("compliant__conservative_claims.json")
+    decisions = [embedded.decide(case), opa_engine.decide(case)]
+    for decision in decisions:
+        assert decision.allow is True
+        assert [(n.rule, n.severity, n.details["claimed"]) for n in decision.notes] == [
+            ("claims_pessimistic", "info", 2200)
+        ]
+    assert decisions[0] == decisions[1]

@@ -37,13 +37,13 @@ violations contains v if {
 	v := {"policy": "p", "rule": "r", "severity": "high", "message": "m", "details": {}}
 }
 
-decision := {"allow": count(violations) == 0, "violations": violations}
+decision := {"allow": count(violations) == 0, "violations": violations, "notes": []}
 """
 
 # A gate whose decision is the wrong shape: allow is a string.
 WRONG_SHAPE_GATE = """package capgate.gate
 
-decision := {"allow": "yes", "violations": []}
+decision := {"allow": "yes", "violations": [], "notes": []}
 """
 
 # A gate that has two values for one complete rule: an evaluation (conflict) error.
@@ -69,7 +69,7 @@ def test_success_regopy_trap_builtin_errors_are_silent_by_default() -> None:
     lax.add_module("gate.rego", BUILTIN_ERROR_GATE)
     lax.set_input_term('{"plan": {"ref": "chat-assistant-prod@v1"}}')
     assert str(lax.query("data.capgate.gate.decision")) == (
-        '{"expressions":[{"allow":true, "violations":[]}]}'
+        '{"expressions":[{"allow":true, "notes":[], "violations":[]}]}'
     )
 
 
@@ -112,25 +112,33 @@ def test_success_policy_error_is_a_capgate_error_with_exit_code_2() -> None:
         (None, "is not an object"),
         ({}, "has keys"),
         ({"allow": True}, "has keys"),
-        ({"allow": True, "violations": {}}, "violations is not a list"),
-        ({"allow": "true", "violations": []}, "wrong shape"),
-        ({"allow": True, "violations": [{"policy": "p"}]}, "a violation has"),
+        ({"allow": True, "violations": []}, "has keys"),
+        ({"allow": True, "violations": {}, "notes": []}, "violations is not a list"),
+        ({"allow": True, "violations": [], "notes": {}}, "notes is not a list"),
+        ({"allow": "true", "violations": [], "notes": []}, "wrong shape"),
+        (
+            {"allow": True, "violations": [{"policy": "p"}], "notes": []},
+            "an item of violations has",
+        ),
+        ({"allow": True, "violations": [], "notes": [{"policy": "p"}]}, "an item of notes has"),
         (
             {
                 "allow": True,
                 "violations": [
                     {"policy": "p", "rule": "r", "severity": "high", "message": "m", "details": {}}
                 ],
+                "notes": [],
             },
             "inconsistent",
         ),
-        ({"allow": False, "violations": []}, "inconsistent"),
+        ({"allow": False, "violations": [], "notes": []}, "inconsistent"),
         (
             {
                 "allow": False,
                 "violations": [
                     {"policy": "p", "rule": "r", "severity": "high", "message": 3, "details": {}}
                 ],
+                "notes": [],
             },
             "wrong shape",
         ),
@@ -155,6 +163,7 @@ def test_success_violations_sorted_and_canonical() -> None:
         {
             "allow": False,
             "violations": [v("b", "r", 4.0), v("a", "z", 0.45454545454545453), v("a", "b", 1)],
+            "notes": [v("n", "b", 2.0), v("n", "a", 1)],
         },
         engine="test",
     )
@@ -164,6 +173,7 @@ def test_success_violations_sorted_and_canonical() -> None:
         v("b", "r", 4),
     ]
     assert isinstance(decision.violations[2].details["x"], int)
+    assert [x.model_dump() for x in decision.notes] == [v("n", "a", 1), v("n", "b", 2)]
 
 
 @pytest.mark.opa
