@@ -191,6 +191,7 @@ class AllowingWithViolations:
             violations: ClassVar[list[dict[str, Any]]] = [
                 {"policy": "x", "rule": "y", "severity": "high", "message": "m", "details": {}}
             ]
+            notes: ClassVar[list[dict[str, Any]]] = []
 
         return Decision()
 
