@@ -152,7 +152,11 @@ def check(
     warnings: list[str] = []
     if outcome is Outcome.deny:
         applied = apply_waivers(
-            violations, context.waivers, plan_name=context.plan.name, now=moment
+            violations,
+            context.waivers,
+            plan_name=context.plan.name,
+            plan_ref=context.plan_view.ref,
+            now=moment,
         )
         violations = applied.remaining
         waived = {"waived": applied.waived, "used": applied.used}

@@ -12,6 +12,7 @@ from registry.records.evidence import EntryKind, LoadTestEvidence
 from registry.records.kinds import RecordKind
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
+from registry.records.waiver import Waiver
 from registry.records.workload import WorkloadProfile
 
 
@@ -96,8 +97,22 @@ def _check_evidence(
     return problems
 
 
+def _check_waiver(waiver: Waiver, targets: dict[str, BaseModel]) -> list[FieldProblem]:
+    plan = targets.get("plan")
+    if isinstance(plan, CapacityPlan) and plan.name != waiver.plan:
+        return [
+            FieldProblem(
+                "granted_for",
+                f"{waiver.granted_for} is a version of plan {plan.name}, not of {waiver.plan}",
+            )
+        ]
+    return []
+
+
 def cross_check(kind: RecordKind, record: Metadata, targets: dict[str, BaseModel]) -> None:
-    if kind is RecordKind.plan:
+    if kind is RecordKind.waiver:
+        problems = _check_waiver(cast(Waiver, record), targets)
+    elif kind is RecordKind.plan:
         problems = _check_plan(cast(CapacityPlan, record), targets)
     elif kind is RecordKind.evidence:
         problems = _check_evidence(cast(LoadTestEvidence, record), targets)

@@ -21,6 +21,7 @@ from registry.records.evidence import EntryKind, LoadTestEvidence
 from registry.records.kinds import RecordKind
 from registry.records.references import parse_ref, pinned
 from registry.records.views import Page, RecordView, SeriesView, SubmitResult
+from registry.records.waiver import Waiver
 from registry.storage.database import WriteContext
 from registry.storage.models import RecordRow
 from registry.storage.repository import EvidenceLifecycleRepository, RecordRepository
@@ -40,7 +41,7 @@ class RefField:
 REF_FIELDS: dict[RecordKind, tuple[RefField, ...]] = {
     RecordKind.workload: (),
     RecordKind.provider: (),
-    RecordKind.waiver: (),
+    RecordKind.waiver: (RefField(("granted_for",), "plan", RecordKind.plan),),
     RecordKind.plan: (
         RefField(("workload",), "workload", RecordKind.workload),
         RefField(("provider",), "provider", RecordKind.provider),
@@ -164,6 +165,10 @@ def submit(
     """
     if kind is RecordKind.evidence and not via_import:
         _refuse_claimed_provenance(cast(LoadTestEvidence, record))
+    if kind is RecordKind.waiver:
+        from registry.gate.waivers import check_new_waiver
+
+        check_new_waiver(cast(Waiver, record), now=ctx.now)
     repo = RecordRepository(ctx.session)
     content = record.model_dump(mode="json")
     targets: dict[str, RecordRow] = {}

@@ -43,6 +43,8 @@ class StalenessThresholds(BaseModel):
     prefix_cache_share_change: float = 0.05
     cancellation_rate_change: float = 0.05
     max_evidence_age_days: float = 90.0
+    # Not staleness, but read from the same policy data: how long a waiver may last.
+    waiver_max_lifetime_days: float = 90.0
 
 
 @dataclass(frozen=True)

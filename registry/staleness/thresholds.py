@@ -41,6 +41,8 @@ def thresholds_from(data: Any) -> StalenessThresholds:
         values.update({key: staleness[key] for key in _STALENESS_KEYS if key in staleness})
     if isinstance(section, dict) and "evidence_max_age_days" in section:
         values["max_evidence_age_days"] = section["evidence_max_age_days"]
+    if isinstance(section, dict) and "waiver_max_lifetime_days" in section:
+        values["waiver_max_lifetime_days"] = section["waiver_max_lifetime_days"]
     return StalenessThresholds.model_validate(values)
 
 

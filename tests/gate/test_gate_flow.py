@@ -23,11 +23,14 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LIMITS = StalenessThresholds()
 
 
-def submit(database: Database, kind: str, document: dict[str, Any]) -> str:
+def submit(database: Database, kind: str, document: dict[str, Any], *, at: datetime = NOW) -> str:
+    """Submit as alice at `at` (the registry's clock: waivers are judged against it)."""
     record_kind = RecordKind(kind)
     record = validate_record(record_kind, document)
     result = database.write(
-        lambda ctx: service.submit(ctx, kind=record_kind, record=record), principal="alice"
+        lambda ctx: service.submit(ctx, kind=record_kind, record=record),
+        principal="alice",
+        now=lambda: at,
     )
     return result.record.ref
 
@@ -114,11 +117,57 @@ def test_waiver_turns_deny_into_allow_and_stays_visible(
 
 def test_expired_waiver_does_not_apply(registered: Database, engine: EmbeddedEngine) -> None:
     submit(registered, "plan", short_grace_plan())
-    submit(registered, "waiver", waiver(NOW - timedelta(days=1)))
+    # Granted five days ago for four days: it has expired since.
+    submit(registered, "waiver", waiver(NOW - timedelta(days=1)), at=NOW - timedelta(days=5))
     decision = gate(registered, engine)
     assert decision.outcome is Outcome.deny
     assert decision.waived == []
     assert any("expired" in w and "not applied" in w for w in decision.warnings)
+
+
+@pytest.mark.parametrize(
+    ("expires", "says"),
+    [
+        (NOW - timedelta(days=1), "has already passed"),
+        (NOW + timedelta(days=365 * 50), "more than 90 days away"),
+    ],
+    ids=["already expired", "fifty years"],
+)
+def test_waiver_expiry_is_checked_at_submission(
+    registered: Database, expires: datetime, says: str
+) -> None:
+    from registry.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as error:
+        submit(registered, "waiver", waiver(expires))
+    assert error.value.problems[0].loc == "expires_at"
+    assert says in error.value.problems[0].message
+
+
+def test_a_waiver_covers_the_plan_version_it_was_granted_for(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    """Granted for v2, it does not silently cover a later, worse v3 until granted again."""
+    assert submit(registered, "plan", short_grace_plan()) == "chat-assistant-prod@v2"
+    assert submit(registered, "waiver", waiver(NOW + timedelta(days=30))) == (
+        "drain-grace-exception@v1"
+    )
+    assert gate(registered, engine).outcome is Outcome.allow
+    worse = short_grace_plan()
+    worse["drain"]["termination_grace_period_s"] = 10
+    worse["drain"]["pre_stop"]["timeout_s"] = 5
+    assert submit(registered, "plan", worse) == "chat-assistant-prod@v3"
+    denied = gate(registered, engine)
+    assert denied.outcome is Outcome.deny
+    assert denied.waived == []
+    assert any(
+        "granted for chat-assistant-prod@v2, not chat-assistant-prod@v3" in w
+        for w in denied.warnings
+    )
+    # The owner looks at v3 and grants the exception for it: allowed again.
+    regrant = dict(waiver(NOW + timedelta(days=30)), granted_for="chat-assistant-prod@v3")
+    assert submit(registered, "waiver", regrant) == "drain-grace-exception@v2"
+    assert gate(registered, engine).outcome is Outcome.allow
 
 
 def test_workload_change_stales_evidence_until_new_evidence(
