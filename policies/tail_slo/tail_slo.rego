@@ -31,7 +31,12 @@ _metrics := {
 	"queue_p99_ms": "queue_deadline_ms",
 }
 
-_peak_rps := input.recomputation.peak_rps_per_replica
+# The load per ready replica a test must have carried: the plan's peak after it has lost
+# its largest zone (the survivors carry the peak), never less than the peak on all replicas.
+_peak_rps := max([
+	input.recomputation.peak_rps_per_replica,
+	object.get(input.recomputation, "peak_rps_per_replica_zone_lost", 0),
+])
 
 _fresh := evidence.usable(input.evidence, _thresholds, _policy)
 
@@ -92,8 +97,9 @@ violations contains v if {
 # METADATA
 # title: Fresh evidence at peak exists
 # description: >-
-#   At least one fresh load test offered at least the plan's peak load per ready
-#   replica (evidence.offered_rps_per_replica >= recomputation.peak_rps_per_replica).
+#   At least one fresh load test offered at least the plan's peak load per ready replica
+#   after losing the largest zone (evidence.offered_rps_per_replica >=
+#   recomputation.peak_rps_per_replica_zone_lost, and >= peak_rps_per_replica).
 # custom:
 #   severity: high
 #   guards: "method: each decision needs versioned load-test evidence"
@@ -104,7 +110,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "no_evidence_at_peak", "high",
 		sprintf(
-			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica without failures (%d fresh evidence; %d declared by hand, not counted)",
+			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica (with the largest zone lost) without failures (%d fresh evidence; %d declared by hand, not counted)",
 			[result.show(_peak_rps), count(fresh), count(declared)],
 		),
 		{"peak_rps_per_replica": _peak_rps, "fresh_evidence": fresh, "declared_evidence": declared},

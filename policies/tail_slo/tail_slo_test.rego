@@ -67,12 +67,21 @@ test_fail_no_evidence_at_peak if {
 		"policy": "tail_slo",
 		"rule": "no_evidence_at_peak",
 		"severity": "high",
-		"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica without failures (1 fresh evidence; 0 declared by hand, not counted)",
+		"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica (with the largest zone lost) without failures (1 fresh evidence; 0 declared by hand, not counted)",
 		"details": {
 			"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 4}],
 			"declared_evidence": [],
 		},
 	}} with input as _with({"evidence": [ev]})
+}
+
+test_fail_evidence_below_the_zone_lost_rate if {
+	# 12 replicas over 3 zones: losing one leaves 8, each carrying 66 / 8 = 8.25 requests/s.
+	# A test at 7 requests/s per replica is above the 5.5 on all replicas, below that.
+	ev := object.union(_evidence, {"offered_rps_per_replica": 7})
+	inp := _with({"evidence": [ev], "recomputation": {"peak_rps_per_replica_zone_lost": 8.25}})
+	[[v.rule, v.details.peak_rps_per_replica] | some v in tail_slo.violations] == [["no_evidence_at_peak", 8.25]] with input as inp
+	tail_slo.violations == set() with input as _with({"recomputation": {"peak_rps_per_replica_zone_lost": 8.25}})
 }
 
 test_fail_declared_evidence_does_not_count if {
@@ -98,7 +107,7 @@ test_fail_failed_requests_are_not_fast if {
 		},
 		{
 			"policy": "tail_slo", "rule": "no_evidence_at_peak", "severity": "high",
-			"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica without failures (1 fresh evidence; 0 declared by hand, not counted)",
+			"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica (with the largest zone lost) without failures (1 fresh evidence; 0 declared by hand, not counted)",
 			"details": {
 				"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 9.6}],
 				"declared_evidence": [],

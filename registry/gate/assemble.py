@@ -234,6 +234,8 @@ def recomputation_input(result: PlanRecomputation, context: PlanContext) -> Reco
         min_ready_replicas_at_peak=result.sizing.min_ready_replicas_at_peak,
         warmup_headroom_replicas=result.sizing.warmup_headroom_replicas,
         peak_rps_per_replica=peak_rps / max(context.plan.total_replicas, 1),
+        peak_rps_per_replica_zone_lost=peak_rps
+        / max(result.scenarios["largest_zone_lost"].ready_replicas, 1),
         longest_stream_s=round(_longest_stream_s(result, context.workload), 3),
         e2e_p99_ms_max=max(e2e, default=0.0),
         scenarios={name: _scenario(result, name) for name in SCENARIOS},

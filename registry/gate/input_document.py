@@ -184,6 +184,10 @@ class RecomputationInput(_Doc):
         description="Extra ready replicas to absorb the peak's growth during one warm-up."
     )
     peak_rps_per_replica: float = Field(description="Workload peak over the plan's ready replicas.")
+    peak_rps_per_replica_zone_lost: float = Field(
+        description="Workload peak over the replicas left ready after losing the largest zone: "
+        "the load each survivor must carry, and so the load a test must have shown."
+    )
     longest_stream_s: float = Field(
         description="Longest allowed stream: TTFT p99 + max_output_tokens x TPOT p99, seconds."
     )

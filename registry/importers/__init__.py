@@ -266,32 +266,7 @@ def import_class_files(
     return combine(parts, name=name)
 
 
-def import_result_file(
-    data: bytes,
-    *,
-    file_name: str,
-    tool: str = "auto",
-    workload: str,
-    provider: str,
-    plan: str | None = None,
-    traffic_class: str | None = None,
-    measured_at: datetime | None = None,
-    name: str | None = None,
-    replicas: int | None = None,
-) -> list[LoadTestEvidence]:
-    """Import a result file into one ``LoadTestEvidence`` per stage (see the findings variant)."""
-    return [
-        s.evidence
-        for s in import_result_file_with_findings(
-            data,
-            file_name=file_name,
-            tool=tool,
-            workload=workload,
-            provider=provider,
-            plan=plan,
-            traffic_class=traffic_class,
-            measured_at=measured_at,
-            name=name,
-            replicas=replicas,
-        )
-    ]
+def import_result_file(data: bytes, **options: Any) -> list[LoadTestEvidence]:
+    """Import a result file into one ``LoadTestEvidence`` per stage; ``options`` are those
+    of ``import_result_file_with_findings``."""
+    return [s.evidence for s in import_result_file_with_findings(data, **options)]
