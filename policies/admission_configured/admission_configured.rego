@@ -111,3 +111,25 @@ violations contains v if {
 		{"class": name, "shed_when_full": object.get(admission, "shed_when_full", null)},
 	)
 }
+
+# METADATA
+# title: Autoscaling sees the queue
+# description: >-
+#   Autoscaling on a metric in autoscaling_blind_metrics (CPU or memory utilisation) does
+#   not see queueing or KV-cache pressure on a GPU server: scale on the queue or the KV
+#   cache instead.
+# custom:
+#   severity: high
+#   guards: "method: use admission and backpressure while replicas warm"
+violations contains v if {
+	metric := input.plan.autoscaling.metric
+	metric in data.capgate.thresholds.autoscaling_blind_metrics
+	v := result.violation(
+		_policy, "autoscaling_blind_metric", "high",
+		sprintf(
+			"autoscaling.metric %s does not see queueing or KV-cache pressure; scale on vllm:num_requests_waiting or vllm:kv_cache_usage_perc",
+			[metric],
+		),
+		{"metric": metric},
+	)
+}

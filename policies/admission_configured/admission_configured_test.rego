@@ -55,3 +55,17 @@ test_fail_unbounded_without_shedding if {
 		},
 	} with input as inp
 }
+
+test_fail_autoscaling_on_cpu if {
+	inp := object.union(_input, {"plan": {"autoscaling": {"metric": "cpu"}}})
+	admission_configured.violations == {{
+		"policy": "admission_configured", "rule": "autoscaling_blind_metric", "severity": "high",
+		"message": "autoscaling.metric cpu does not see queueing or KV-cache pressure; scale on vllm:num_requests_waiting or vllm:kv_cache_usage_perc",
+		"details": {"metric": "cpu"},
+	}} with input as inp
+}
+
+test_success_autoscaling_on_the_queue if {
+	inp := object.union(_input, {"plan": {"autoscaling": {"metric": "vllm:num_requests_waiting"}}})
+	admission_configured.violations == set() with input as inp
+}

@@ -180,3 +180,52 @@ _has_disruption_budget if {
 	is_object(_drain.disruption_budget)
 	count(_drain.disruption_budget) > 0
 }
+
+# METADATA
+# title: Disruption budget keeps the peak served
+# description: >-
+#   The disruption budget's max_unavailable leaves at least the ready replicas the
+#   recomputation needs at peak (total_replicas - max_unavailable >=
+#   min_ready_replicas_at_peak): a node drain may not take the service below its peak.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	allowed := _drain.disruption_budget.max_unavailable
+	needed := input.recomputation.min_ready_replicas_at_peak
+	is_number(allowed)
+	is_number(needed)
+	input.plan.total_replicas - allowed < needed
+	v := result.violation(
+		_policy, "disruption_budget_too_loose", "high",
+		sprintf(
+			"drain.disruption_budget.max_unavailable %d lets %d of %d replicas go at once, leaving fewer than the %d ready replicas needed at peak",
+			[allowed, allowed, input.plan.total_replicas, needed],
+		),
+		{"max_unavailable": allowed, "total_replicas": input.plan.total_replicas, "min_ready_replicas_at_peak": needed},
+	)
+}
+
+# METADATA
+# title: Pre-stop waits out the tail
+# description: >-
+#   A pre-stop hook that waits for idle gives up after pre_stop.timeout_s: that must cover
+#   the in-flight tail (the larger of fresh evidence's e2e p99 and the longest allowed
+#   stream), or it cuts the longest streams.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	_pre_stop_waits_for_idle
+	timeout := _drain.pre_stop.timeout_s
+	is_number(timeout)
+	timeout < _tail_s
+	v := result.violation(
+		_policy, "pre_stop_gives_up_early", "high",
+		sprintf(
+			"drain.pre_stop.timeout_s %v s is shorter than the in-flight tail %v s: the hook gives up while the longest streams still run",
+			[result.show(timeout), result.show(_tail_s)],
+		),
+		{"pre_stop_timeout_s": timeout, "tail_s": _tail_s},
+	)
+}

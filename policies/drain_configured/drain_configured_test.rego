@@ -92,3 +92,32 @@ test_fail_drain_missing if {
 		"details": {"drain": null},
 	}} with input as object.union(_input, {"plan": {"drain": null}})
 }
+
+test_fail_disruption_budget_lets_every_replica_go if {
+	inp := object.union(_input, {
+		"plan": {"total_replicas": 9, "drain": {"disruption_budget": {"max_unavailable": 9}}},
+		"recomputation": {"min_ready_replicas_at_peak": 4},
+	})
+	drain_configured.violations == {{
+		"policy": "drain_configured", "rule": "disruption_budget_too_loose", "severity": "high",
+		"message": "drain.disruption_budget.max_unavailable 9 lets 9 of 9 replicas go at once, leaving fewer than the 4 ready replicas needed at peak",
+		"details": {"max_unavailable": 9, "total_replicas": 9, "min_ready_replicas_at_peak": 4},
+	}} with input as inp
+}
+
+test_success_disruption_budget_keeps_the_peak if {
+	inp := object.union(_input, {
+		"plan": {"total_replicas": 9, "drain": {"disruption_budget": {"max_unavailable": 5}}},
+		"recomputation": {"min_ready_replicas_at_peak": 4},
+	})
+	drain_configured.violations == set() with input as inp
+}
+
+test_fail_pre_stop_gives_up_before_the_tail if {
+	inp := object.union(_input, {"plan": {"drain": {"pre_stop": {"timeout_s": 60}}}})
+	drain_configured.violations == {{
+		"policy": "drain_configured", "rule": "pre_stop_gives_up_early", "severity": "high",
+		"message": "drain.pre_stop.timeout_s 60 s is shorter than the in-flight tail 95.308 s: the hook gives up while the longest streams still run",
+		"details": {"pre_stop_timeout_s": 60, "tail_s": 95.30799999999999},
+	}} with input as inp
+}

@@ -91,7 +91,15 @@ def test_success_violation_objects_are_whole(embedded: EmbeddedEngine) -> None:
                 "longest_stream_s": 95.308,
                 "required_s": 100.308,
             },
-        }
+        },
+        {
+            "policy": "drain_configured",
+            "rule": "pre_stop_gives_up_early",
+            "severity": "high",
+            "message": "drain.pre_stop.timeout_s 20 s is shorter than the in-flight tail "
+            "95.308 s: the hook gives up while the longest streams still run",
+            "details": {"pre_stop_timeout_s": 20, "tail_s": 95.308},
+        },
     ]
 
 

@@ -111,7 +111,7 @@ def drain_configured__short_grace_period(doc: Doc) -> list[str]:
     drain = doc["plan"]["drain"]
     drain["termination_grace_period_s"] = 30
     drain["pre_stop"] = {"sleep_s": 5, "wait_for_idle": True, "timeout_s": 20}
-    return ["drain_configured/grace_period_too_short"]
+    return ["drain_configured/grace_period_too_short", "drain_configured/pre_stop_gives_up_early"]
 
 
 def drain_configured__no_drain_hooks(doc: Doc) -> list[str]:
@@ -127,6 +127,24 @@ def drain_configured__no_drain_hooks(doc: Doc) -> list[str]:
         "drain_configured/readiness_not_off_on_drain",
         "drain_configured/scale_down_faster_than_drain",
     ]
+
+
+def drain_configured__budget_lets_all_go(doc: Doc) -> list[str]:
+    """The disruption budget lets all 9 replicas be evicted at once during a node drain."""
+    doc["plan"]["drain"]["disruption_budget"]["max_unavailable"] = 9
+    return ["drain_configured/disruption_budget_too_loose"]
+
+
+def drain_configured__pre_stop_gives_up_early(doc: Doc) -> list[str]:
+    """The pre-stop hook stops waiting after 60 s; the in-flight tail is 95 s."""
+    doc["plan"]["drain"]["pre_stop"]["timeout_s"] = 60
+    return ["drain_configured/pre_stop_gives_up_early"]
+
+
+def admission_configured__autoscaling_on_cpu(doc: Doc) -> list[str]:
+    """The autoscaler follows CPU utilisation, blind to the GPU server's queue."""
+    doc["plan"]["autoscaling"]["metric"] = "cpu"
+    return ["admission_configured/autoscaling_blind_metric"]
 
 
 def warm_replica_exclusion__warming_counted(doc: Doc) -> list[str]:
@@ -329,6 +347,9 @@ CASES: list[Callable[[Doc], list[str]]] = [
     reserve_explicit__zone_loss_misses_slo,
     drain_configured__short_grace_period,
     drain_configured__no_drain_hooks,
+    drain_configured__budget_lets_all_go,
+    drain_configured__pre_stop_gives_up_early,
+    admission_configured__autoscaling_on_cpu,
     warm_replica_exclusion__warming_counted,
     warm_replica_exclusion__startup_probe_short,
     distributions_measured__uniform_prompts,
