@@ -1,51 +1,72 @@
 # METADATA
 # title: Evidence fresh
 # description: >-
-#   No load-test evidence the decision rests on is stale (measured against an older
-#   workload, provider, plan or policy; fresh is computed by the registry) or older
-#   than evidence_max_age_days. The registry computes ages; the policy does no clock
-#   or date parsing.
+#   Stale load-test evidence (measured against an older workload, provider, plan or
+#   policy; fresh is computed by the registry) or evidence older than
+#   evidence_max_age_days supports nothing. While some fresh evidence remains, stale and
+#   old evidence is a note (listed as a warning): the other policies judge whether the
+#   fresh evidence covers each requirement. When no evidence is fresh, each stale or old
+#   record is a violation that says why. The registry computes ages; the policy does no
+#   clock or date parsing.
 # custom:
 #   id: evidence_fresh
 #   severity: high
 #   guards: "method: each decision is reviewed again after a material change; stale evidence satisfies no policy"
 package capgate.policies.evidence_fresh
 
+import data.capgate.lib.evidence
 import data.capgate.lib.result
 
 _policy := "evidence_fresh"
 
 _max_age := data.capgate.thresholds.evidence_max_age_days
 
+_fresh := evidence.fresh(input.evidence, _max_age)
+
+_stale_findings contains f if {
+	some e in input.evidence
+	e.fresh != true
+	f := {
+		"rule": "evidence_stale",
+		"severity": "high",
+		# concat, not sprintf("%s"): regopy 1.5.2 quotes a concat() result formatted with %s.
+		"message": concat("", [sprintf("evidence %s is stale: ", [e.ref]), concat("; ", e.stale_reasons)]),
+		"details": {"evidence": e.ref, "stale_reasons": e.stale_reasons},
+	}
+}
+
+_stale_findings contains f if {
+	some e in input.evidence
+	e.age_days > _max_age
+	f := {
+		"rule": "evidence_too_old",
+		"severity": "medium",
+		"message": sprintf("evidence %s is %v days old; at most %v allowed", [e.ref, result.show(e.age_days), result.show(_max_age)]),
+		"details": {"evidence": e.ref, "age_days": e.age_days, "max_age_days": _max_age},
+	}
+}
+
 # METADATA
-# title: Evidence not stale
-# description: Every evidence has fresh == true; the message names its stale reasons.
+# title: Some evidence is fresh
+# description: >-
+#   When no evidence is fresh, every stale or too-old record is a violation naming its
+#   reasons (a material change since it was measured, or its age).
 # custom:
 #   severity: high
 #   guards: "method: stale evidence satisfies no policy"
 violations contains v if {
-	some e in input.evidence
-	e.fresh != true
-	v := result.violation(
-		_policy, "evidence_stale", "high",
-		# concat, not sprintf("%s"): regopy 1.5.2 quotes a concat() result formatted with %s.
-		concat("", [sprintf("evidence %s is stale: ", [e.ref]), concat("; ", e.stale_reasons)]),
-		{"evidence": e.ref, "stale_reasons": e.stale_reasons},
-	)
+	count(_fresh) == 0
+	some f in _stale_findings
+	v := result.violation(_policy, f.rule, f.severity, f.message, f.details)
 }
 
 # METADATA
-# title: Evidence not too old
-# description: Every evidence's age_days is at most evidence_max_age_days.
+# title: Stale evidence beside fresh evidence
+# description: Stale or too-old evidence beside fresh evidence supports nothing and blocks nothing.
 # custom:
-#   severity: medium
-#   guards: "method: age can expire evidence too"
-violations contains v if {
-	some e in input.evidence
-	e.age_days > _max_age
-	v := result.violation(
-		_policy, "evidence_too_old", "medium",
-		sprintf("evidence %s is %v days old; at most %v allowed", [e.ref, result.show(e.age_days), result.show(_max_age)]),
-		{"evidence": e.ref, "age_days": e.age_days, "max_age_days": _max_age},
-	)
+#   severity: info
+notes contains n if {
+	count(_fresh) > 0
+	some f in _stale_findings
+	n := result.violation(_policy, f.rule, "info", f.message, f.details)
 }

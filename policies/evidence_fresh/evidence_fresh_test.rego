@@ -16,13 +16,23 @@ test_success_exactly_max_age if {
 	evidence_fresh.violations == set() with input as {"evidence": [object.union(_fresh, {"age_days": 90})]}
 }
 
-test_fail_stale if {
-	stale := {"ref": "old@v1", "fresh": false, "stale_reasons": ["workload chat@v2 supersedes chat@v1", "runtime 0.10.2 supersedes 0.9.0"], "age_days": 41}
+_stale := {"ref": "old@v1", "fresh": false, "stale_reasons": ["workload chat@v2 supersedes chat@v1", "runtime 0.10.2 supersedes 0.9.0"], "age_days": 41}
+
+test_fail_only_stale_evidence if {
 	evidence_fresh.violations == {{
 		"policy": "evidence_fresh", "rule": "evidence_stale", "severity": "high",
 		"message": "evidence old@v1 is stale: workload chat@v2 supersedes chat@v1; runtime 0.10.2 supersedes 0.9.0",
 		"details": {"evidence": "old@v1", "stale_reasons": ["workload chat@v2 supersedes chat@v1", "runtime 0.10.2 supersedes 0.9.0"]},
-	}} with input as {"evidence": [_fresh, stale]}
+	}} with input as {"evidence": [_stale]}
+}
+
+test_success_stale_beside_fresh_is_a_note if {
+	evidence_fresh.violations == set() with input as {"evidence": [_fresh, _stale]}
+	evidence_fresh.notes == {{
+		"policy": "evidence_fresh", "rule": "evidence_stale", "severity": "info",
+		"message": "evidence old@v1 is stale: workload chat@v2 supersedes chat@v1; runtime 0.10.2 supersedes 0.9.0",
+		"details": {"evidence": "old@v1", "stale_reasons": ["workload chat@v2 supersedes chat@v1", "runtime 0.10.2 supersedes 0.9.0"]},
+	}} with input as {"evidence": [_fresh, _stale]}
 }
 
 test_fail_too_old if {

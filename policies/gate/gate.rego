@@ -29,7 +29,7 @@ violations := ((((((((tail_slo.violations | reserve_explicit.violations) | drain
 # description: >-
 #   The union of every policy's notes: findings worth a reader's attention that do not
 #   block (a pessimistic claim, say). Policies without notes contribute nothing.
-notes := tail_slo.notes
+notes := tail_slo.notes | evidence_fresh.notes
 
 # METADATA
 # title: decision

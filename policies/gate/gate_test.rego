@@ -10,6 +10,7 @@ test_success_allow_without_violations if {
 	gate.decision == {"allow": true, "violations": set(), "notes": set()} with input as _well_formed
 		with data.capgate.policies.tail_slo.violations as set()
 		with data.capgate.policies.tail_slo.notes as set()
+		with data.capgate.policies.evidence_fresh.notes as set()
 		with data.capgate.policies.reserve_explicit.violations as set()
 		with data.capgate.policies.drain_configured.violations as set()
 		with data.capgate.policies.warm_replica_exclusion.violations as set()
@@ -25,6 +26,7 @@ test_fail_union_of_every_policy if {
 	gate.decision == {"allow": false, "violations": {_v("tail_slo"), _v("retries_bounded"), _v("partitioning_justified")}, "notes": {_v("note")}} with input as _well_formed
 		with data.capgate.policies.tail_slo.violations as {_v("tail_slo")}
 		with data.capgate.policies.tail_slo.notes as {_v("note")}
+		with data.capgate.policies.evidence_fresh.notes as set()
 		with data.capgate.policies.reserve_explicit.violations as set()
 		with data.capgate.policies.drain_configured.violations as set()
 		with data.capgate.policies.warm_replica_exclusion.violations as set()

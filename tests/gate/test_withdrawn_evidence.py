@@ -113,14 +113,28 @@ def test_withdrawn_stale_evidence_blocks_nothing(
     old["raw_file"]["sha256"] = "sha256:" + "7a" * 32
     old["measured_at"] = (NOW - timedelta(days=120)).isoformat()
     submit(registered, "evidence", old)
-    blocked = gate(registered, engine)
-    assert "evidence_too_old" in rules(blocked, "evidence_fresh"), blocked.violations
-    assert "chat-assistant-h100-mixed-2026-07@v1" in evidence_refs(blocked)
+    # Beside the fresh test the old one blocks nothing already: it is a warning.
+    noted = gate(registered, engine)
+    assert noted.outcome.value == "allow", noted.violations
+    assert any("evidence_fresh.evidence_too_old" in w for w in noted.warnings)
+    assert "chat-assistant-h100-mixed-2026-07@v1" in evidence_refs(noted)
 
     withdrawn(registered, "chat-assistant-h100-mixed-2026-07", "superseded by the November run")
     cleared = gate(registered, engine)
-    assert rules(cleared, "evidence_fresh") == []
+    assert not any("evidence_fresh" in w for w in cleared.warnings)
     assert evidence_refs(cleared) == [f"{EVIDENCE}@v1"]
+
+    # Alone, an old test denies, naming its age; withdrawn, it no longer does.
+    withdrawn(registered, EVIDENCE, "replaced")
+    old_only = copy.deepcopy(example("evidence"))
+    old_only["name"] = "chat-assistant-h100-mixed-2026-06"
+    old_only["raw_file"]["sha256"] = "sha256:" + "7b" * 32
+    old_only["measured_at"] = (NOW - timedelta(days=150)).isoformat()
+    submit(registered, "evidence", old_only)
+    blocked = gate(registered, engine)
+    assert "evidence_too_old" in rules(blocked, "evidence_fresh"), blocked.violations
+    withdrawn(registered, "chat-assistant-h100-mixed-2026-06", "too old to trust")
+    assert rules(gate(registered, engine), "evidence_fresh") == []
 
 
 def test_a_withdrawn_latest_version_does_not_bring_back_the_one_it_replaced(
