@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +47,6 @@ def load_test_bytes(traffic_class: str, run: int = 0) -> bytes:
     """
     data = (LOAD_TEST_DIR / f"{traffic_class}.profile_export_aiperf.json").read_bytes()
     if run:
-        import json
-
         doc = json.loads(data)
         doc["benchmark_id"] = f"{doc['benchmark_id']}-rerun-{run}"
         data = json.dumps(doc, indent=1).encode()
@@ -95,3 +95,43 @@ def import_example_evidence(
     )
     (result,) = import_files(database, files, options, principal=principal)
     return result
+
+
+# ---- a vLLM bench summary, for import options every tool shares -------------------------
+
+VLLM_END = datetime(2026, 11, 20, 12, 0, 0)  # vLLM writes its date when the run ends
+
+
+def vllm_summary(
+    *, end: datetime = VLLM_END, duration: float = 600.0, rate: float = 4.0, **kw: Any
+) -> bytes:
+    doc: dict[str, Any] = {
+        "date": end.strftime("%Y%m%d-%H%M%S"),
+        "backend": "vllm",
+        "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+        "num_prompts": 2400,
+        "request_rate": rate,
+        "burstiness": 1.0,
+        "duration": duration,
+        "completed": 2376,
+        "failed": 24,
+        "total_input_tokens": 2376 * 700,
+        "total_output_tokens": 2376 * 180,
+        "request_throughput": 3.96,
+        "output_throughput": 712.8,
+        "total_token_throughput": 3484.8,
+        "mean_ttft_ms": 80.0,
+        "median_ttft_ms": 60.0,
+        "p99_ttft_ms": 420.0,
+        "mean_tpot_ms": 16.0,
+        "median_tpot_ms": 15.0,
+        "p99_tpot_ms": 29.0,
+        "mean_itl_ms": 15.5,
+        "median_itl_ms": 14.0,
+        "p99_itl_ms": 40.0,
+        "mean_e2el_ms": 3000.0,
+        "median_e2el_ms": 2600.0,
+        "p99_e2el_ms": 9000.0,
+    }
+    doc.update(kw)
+    return json.dumps(doc).encode()

@@ -25,7 +25,6 @@ The offered load is read from ``input_config``: ``phases`` (v0.10 on: warm-up ph
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -544,15 +543,3 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
             source=source,
         )
     return [_parse_aggregate(doc, source=source)]
-
-
-def load_jsonl(text: str, *, source: str) -> list[Any]:
-    rows: list[Any] = []
-    for i, line in enumerate(text.splitlines()):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise refuse(f"line {i + 1}", f"not JSON: {exc.msg}", source=source) from exc
-    return rows

@@ -353,7 +353,7 @@ def test_from_trace_mooncake_prefix_share_with_a_bounded_cache(
 
 def test_mixed_test_from_files_that_name_their_classes(env: dict[str, str], tmp_path: Path) -> None:
     """vLLM generators run with --metadata traffic_class=NAME: --together makes one record."""
-    from tests.importers.test_mixed_and_replicas import vllm_summary
+    from tests.factories import vllm_summary
 
     chat, batch = tmp_path / "chat.json", tmp_path / "batch.json"
     chat.write_bytes(vllm_summary(rate=6.0, traffic_class="interactive"))

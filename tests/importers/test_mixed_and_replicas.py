@@ -6,8 +6,7 @@ tool's documented keys), so each figure is known exactly; real files are tested 
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 import pytest
@@ -15,43 +14,8 @@ import pytest
 from registry.errors import InvalidInput
 from registry.importers import import_class_files, import_result_file_with_findings
 from registry.records.evidence import EntryKind
-
-END = datetime(2026, 11, 20, 12, 0, 0)  # vLLM writes its date when the run ends
-
-
-def vllm_summary(
-    *, end: datetime = END, duration: float = 600.0, rate: float = 4.0, **kw: Any
-) -> bytes:
-    doc: dict[str, Any] = {
-        "date": end.strftime("%Y%m%d-%H%M%S"),
-        "backend": "vllm",
-        "model_id": "meta-llama/Llama-3.1-8B-Instruct",
-        "num_prompts": 2400,
-        "request_rate": rate,
-        "burstiness": 1.0,
-        "duration": duration,
-        "completed": 2376,
-        "failed": 24,
-        "total_input_tokens": 2376 * 700,
-        "total_output_tokens": 2376 * 180,
-        "request_throughput": 3.96,
-        "output_throughput": 712.8,
-        "total_token_throughput": 3484.8,
-        "mean_ttft_ms": 80.0,
-        "median_ttft_ms": 60.0,
-        "p99_ttft_ms": 420.0,
-        "mean_tpot_ms": 16.0,
-        "median_tpot_ms": 15.0,
-        "p99_tpot_ms": 29.0,
-        "mean_itl_ms": 15.5,
-        "median_itl_ms": 14.0,
-        "p99_itl_ms": 40.0,
-        "mean_e2el_ms": 3000.0,
-        "median_e2el_ms": 2600.0,
-        "p99_e2el_ms": 9000.0,
-    }
-    doc.update(kw)
-    return json.dumps(doc).encode()
+from tests.factories import VLLM_END as END
+from tests.factories import vllm_summary
 
 
 def imported(data: bytes, **kw: Any) -> Any:
