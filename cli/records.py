@@ -49,7 +49,8 @@ def record_commands(kind_value: str, help_text: str, *, list_command: bool = Tru
         server: ServerOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
-        """Submit a record: identical content is the existing version, changed content the next."""
+        """Submit a record: content identical to the latest version is that version; changed
+        content, or an earlier version's (a revert), is the next version."""
         from cli.backend import open_backend
         from registry.records.documents import load_document
 
@@ -60,6 +61,8 @@ def record_commands(kind_value: str, help_text: str, *, list_command: bool = Tru
             emit_json(result)
             return
         state = "created" if result.created else "unchanged, existing version"
+        if result.created and result.record.reverts:
+            state += f", revert of {result.record.reverts}"
         typer.echo(f"{result.record.ref}  {result.record.digest}  ({state})")
 
     @group.command("show")

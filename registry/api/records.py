@@ -24,10 +24,12 @@ def _routes_for(router: APIRouter, kind: RecordKind) -> None:
         base,
         response_model=SubmitResult,
         status_code=status.HTTP_201_CREATED,
-        summary=f"Submit a {kind.value} record (identical content returns the existing version)",
+        summary=f"Submit a {kind.value} record (content identical to the latest returns it)",
         operation_id=f"submit_{kind.value}",
         openapi_extra={"x-capgate-body-schema": schema_name},
-        responses={200: {"model": SubmitResult, "description": "Identical content existed"}},
+        responses={
+            200: {"model": SubmitResult, "description": "The latest version has this content"}
+        },
     )
     def submit(
         body: Annotated[dict[str, Any], Body()],

@@ -91,6 +91,7 @@ def to_view(row: RecordRow, references: dict[str, RecordRow]) -> RecordView:
         created_by=row.created_by,
         references={role: pinned(t.name, t.version) for role, t in sorted(references.items())},
         content=_content(row),
+        reverts=None if row.reverts_version is None else pinned(row.name, row.reverts_version),
     )
 
 
@@ -153,13 +154,28 @@ def _refuse_claimed_provenance(record: LoadTestEvidence) -> None:
         raise InvalidInput("invalid evidence record", problems=problems)
 
 
+def _refuse_reviving_withdrawn(ctx: WriteContext, reverted: RecordRow) -> None:
+    """A withdrawal is final: the same figures again would undo it without saying so."""
+    withdrawal = EvidenceLifecycleRepository(ctx.session).withdrawals_of([reverted.id])
+    if reverted.id in withdrawal:
+        ref = pinned(reverted.name, reverted.version)
+        raise InvalidInput(
+            f"this content is {ref}, which was withdrawn ({withdrawal[reverted.id].reason}); "
+            "a withdrawal is final: submit the corrected evidence",
+            problems=[FieldProblem("content", f"identical to the withdrawn {ref}")],
+        )
+
+
 def submit(
     ctx: WriteContext, *, kind: RecordKind, record: Metadata, via_import: bool = False
 ) -> SubmitResult:
-    """Store `record` as the next version of its series, or return the identical one.
+    """Store `record` as the next version of its series, or return the identical latest.
 
     References are resolved and pinned to `name@vN` before the digest is taken, so a
     plan that says `workload: chat-assistant` means the version that was latest now.
+    Content identical to the latest version is that version (`created` False); content
+    identical to an earlier version is a revert: stored again as the next version, so the
+    name resolves to it, with `reverts` naming the earlier version.
     `via_import` is True only on the import path (registry.importers.service), the one
     writer allowed to state `provenance.entry: imported`.
     """
@@ -192,10 +208,17 @@ def submit(
     cross_check(kind, pinned_record, {role: load_model(r) for role, r in targets.items()})
 
     digest = content_digest(content)
-    existing = repo.by_digest(kind.value, digest)
-    if existing is not None:
-        refs = repo.references([existing.id])[existing.id]
-        return SubmitResult(created=False, record=to_view(existing, refs))
+    latest = repo.latest(kind.value, record.name)
+    if latest is not None and latest.digest == digest:
+        refs = repo.references([latest.id])[latest.id]
+        return SubmitResult(created=False, record=to_view(latest, refs))
+    # The content of an earlier version: a revert of the earliest version holding this
+    # digest (the one a `sha256:` reference resolves to; the digest covers the name, so it
+    # is a version of this series). Two racing reverts compute the same next version: the
+    # loser is re-run, finds its content latest and returns it unchanged.
+    reverted = repo.by_digest(kind.value, digest)
+    if kind is RecordKind.evidence and reverted is not None:
+        _refuse_reviving_withdrawn(ctx, reverted)
 
     if kind is RecordKind.evidence:
         from registry.staleness.laundering import check_raw_digests
@@ -204,11 +227,12 @@ def submit(
     row = RecordRow(
         kind=kind.value,
         name=record.name,
-        version=repo.max_version(kind.value, record.name) + 1,
+        version=(latest.version if latest is not None else 0) + 1,
         digest=digest,
         content=canonical_json(content),
         created_at=ctx.now,
         created_by=ctx.principal,
+        reverts_version=reverted.version if reverted is not None else None,
     )
     repo.add(row, {role: target.id for role, target in targets.items()})
     if kind is RecordKind.evidence:
@@ -227,6 +251,7 @@ def submit(
             "digest": digest,
             "references": {role: target.digest for role, target in sorted(targets.items())},
             "staled": staled,
+            "reverts": view.reverts,
         },
     )
     return SubmitResult(created=True, record=view)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from registry.records.kinds import RecordKind
 
@@ -22,6 +22,11 @@ class RecordView(BaseModel):
     created_by: str
     references: dict[str, str]
     content: dict[str, Any]
+    reverts: str | None = Field(
+        default=None,
+        description="The earlier version (name@vN) whose content this version repeats, "
+        "re-submitted to make it the latest again; null for any other version.",
+    )
 
 
 class SubmitResult(BaseModel):

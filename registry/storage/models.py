@@ -48,11 +48,15 @@ class RecordRow(Base):
     content: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str] = mapped_column(String(256))
+    # A revert: the earlier version of the same series whose content (and digest) this
+    # version repeats, so that it is the latest again; None for any other version.
+    reverts_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (
         # The race guard: two writers computing the same next version cannot both commit.
         UniqueConstraint("kind", "name", "version", name="uq_records_kind_name_version"),
-        UniqueConstraint("kind", "digest", name="uq_records_kind_digest"),
+        # Not unique: a revert repeats an earlier version's digest (migration 0004).
+        Index("ix_records_kind_digest", "kind", "digest"),
         Index("ix_records_kind_created_at", "kind", "created_at"),
     )
 

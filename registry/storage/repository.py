@@ -41,8 +41,19 @@ class RecordRepository:
         )
 
     def by_digest(self, kind: str, digest: str) -> RecordRow | None:
+        """The EARLIEST version with this digest.
+
+        A digest covers the record's name, so every version holding it belongs to one
+        series; several do when a revert repeated an earlier version's content. The
+        earliest is the one a `sha256:` reference has always meant (pins and references
+        taken before the revert point at it) and the one a revert names, so the answer
+        never changes as versions are added. storage/sqlite_reads.py asks the same.
+        """
         return self.session.scalar(
-            select(RecordRow).where(RecordRow.kind == kind, RecordRow.digest == digest)
+            select(RecordRow)
+            .where(RecordRow.kind == kind, RecordRow.digest == digest)
+            .order_by(RecordRow.version)
+            .limit(1)
         )
 
     def by_id(self, record_id: int) -> RecordRow | None:

@@ -20,7 +20,7 @@ from registry.records.references import parse_ref, pinned
 from registry.records.views import RecordView
 from registry.storage.schema_version import check_revision
 
-_COLUMNS = "id, name, version, digest, content, created_at, created_by"
+_COLUMNS = "id, name, version, digest, content, created_at, created_by, reverts_version"
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -64,7 +64,10 @@ class SqliteReads:
         ref = parse_ref(ref_text, loc="ref")
         query = f"SELECT {_COLUMNS} FROM records WHERE kind = ?"
         if ref.digest is not None:
-            row = self.connection.execute(f"{query} AND digest = ?", (kind.value, ref.digest))
+            # The earliest version holding the digest, as RecordRepository.by_digest.
+            row = self.connection.execute(
+                f"{query} AND digest = ? ORDER BY version LIMIT 1", (kind.value, ref.digest)
+            )
         elif ref.version is not None:
             row = self.connection.execute(
                 f"{query} AND name = ? AND version = ?", (kind.value, ref.name, ref.version)
@@ -76,7 +79,7 @@ class SqliteReads:
         found = row.fetchone()
         if found is None:
             raise NotFound(f"no {kind.value} record {ref}", details={"loc": "ref", "ref": str(ref)})
-        record_id, name, version, digest, content, created_at, created_by = found
+        record_id, name, version, digest, content, created_at, created_by, reverts = found
         references = {
             role: pinned(target_name, target_version)
             for role, target_name, target_version in self.connection.execute(
@@ -101,4 +104,5 @@ class SqliteReads:
             created_by=created_by,
             references=references,
             content=data,
+            reverts=None if reverts is None else pinned(name, reverts),
         )

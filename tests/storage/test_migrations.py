@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from registry.errors import SchemaNotCurrent
 from registry.storage import migrate
@@ -51,4 +54,68 @@ def test_migrations_create_what_the_models_describe(database: Database) -> None:
         columns = {c["name"] for c in inspector.get_columns(table.name)}
         assert columns == {c.name for c in table.columns}, table.name
     uniques = {u["name"] for u in inspector.get_unique_constraints("records")}
-    assert {"uq_records_kind_name_version", "uq_records_kind_digest"} <= uniques
+    assert "uq_records_kind_name_version" in uniques
+    # A revert repeats an earlier version's digest: indexed, not unique (0004).
+    assert "uq_records_kind_digest" not in uniques
+    indexes = {i["name"]: i for i in inspector.get_indexes("records")}
+    assert indexes["ix_records_kind_digest"]["column_names"] == ["kind", "digest"]
+    assert not indexes["ix_records_kind_digest"]["unique"]
+
+
+def _insert_record(
+    connection: Any, record_id: int, version: int, digest: str, **extra: Any
+) -> None:
+    """A bare workload row in SQL: the ORM model describes the newest schema only."""
+    row = {
+        "id": record_id,
+        "kind": "workload",
+        "name": "w",
+        "version": version,
+        "digest": digest,
+        "content": "{}",
+        "created_at": datetime(2026, 11, 30, tzinfo=UTC),
+        "created_by": "alice",
+        **extra,
+    }
+    connection.execute(
+        text(f"INSERT INTO records ({', '.join(row)}) VALUES ({', '.join(':' + c for c in row)})"),
+        row,
+    )
+
+
+def test_reverts_migration_keeps_records_their_references_and_refuses_a_lossy_downgrade(
+    database: Database,
+) -> None:
+    """0003 -> 0004 with rows that other tables reference (SQLite copies the table), and
+    back down only while no two versions share a digest."""
+    first, second = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    migrate.downgrade(database.url, "0003")
+    try:
+        with database.engine.begin() as connection:
+            _insert_record(connection, 1, 1, first)
+            _insert_record(connection, 2, 2, second)
+            connection.execute(
+                text("INSERT INTO record_refs (record_id, role, target_id) VALUES (2, 'w', 1)")
+            )
+        migrate.upgrade(database.url)
+        with database.engine.begin() as connection:
+            rows = connection.execute(
+                text("SELECT id, version, digest, reverts_version FROM records ORDER BY id")
+            ).all()
+            refs = connection.execute(text("SELECT record_id, role, target_id FROM record_refs"))
+            assert [tuple(r) for r in rows] == [(1, 1, first, None), (2, 2, second, None)]
+            assert [tuple(r) for r in refs] == [(2, "w", 1)]
+            _insert_record(connection, 3, 3, first, reverts_version=1)
+        with pytest.raises(RuntimeError, match="1 record version\\(s\\) are reverts"):
+            migrate.downgrade(database.url, "0003")
+        Database(database.url).ensure_schema()  # the refused downgrade changed nothing
+        with database.engine.begin() as connection:
+            connection.execute(text("DELETE FROM records WHERE id = 3"))
+        migrate.downgrade(database.url, "0003")
+        with database.engine.begin() as connection, pytest.raises(IntegrityError):
+            _insert_record(connection, 3, 3, first)  # 0003's unique digest is back
+    finally:
+        migrate.upgrade(database.url)
+        with database.engine.begin() as connection:  # the PostgreSQL database is shared
+            connection.execute(text("DELETE FROM record_refs"))
+            connection.execute(text("DELETE FROM records"))
