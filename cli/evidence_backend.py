@@ -48,6 +48,8 @@ def import_files(
             form["measured_at"] = options.measured_at.isoformat()
         if options.replicas is not None:
             form["replicas"] = str(options.replicas)
+        if options.runtime is not None:
+            form["runtime"] = f"{options.runtime.name}=={options.runtime.version}"
         if options.name is not None:
             form["name"] = options.name
         data = backend._request(

@@ -180,6 +180,15 @@ def extend_evidence(group: typer.Typer) -> None:
                 "no time, and preferred to a file's time without a zone.",
             ),
         ] = None,
+        runtime: Annotated[
+            str | None,
+            typer.Option(
+                "--runtime",
+                help="The serving runtime measured, NAME==VERSION (e.g. vllm==0.8.5): the "
+                "server, not the load generator. Taken from the file when it states it; "
+                "a value contradicting the file is refused.",
+            ),
+        ] = None,
         name: Annotated[
             str | None,
             typer.Option(
@@ -191,14 +200,17 @@ def extend_evidence(group: typer.Typer) -> None:
     ) -> None:
         """Import result files as evidence: one record per stage, all files or none.
 
-        The raw file's sha256, the tool and its version are kept; importing the same file
-        again returns the same records. With --class NAME=FILE for each class, files run
+        The raw file's sha256, the tool and its version, and the serving runtime measured
+        (from the file or --runtime) are kept; importing the same file again returns the
+        same records. With --class NAME=FILE for each class, files run
         together become one mixed-class record (their measurement windows must overlap).
         """
         from cli.backend import open_backend
         from cli.evidence_backend import import_files
+        from registry.importers.common import parse_runtime
         from registry.importers.service import ImportOptions
 
+        stated_runtime = None if runtime is None else parse_runtime(runtime, loc="--runtime")
         contents, traffic_class, mixed = _import_inputs(files or [], classes or [])
         if together and not mixed:
             if traffic_class is not None:
@@ -216,6 +228,7 @@ def extend_evidence(group: typer.Typer) -> None:
             traffic_class=traffic_class,
             measured_at=_time(measured_at, option="--measured-at"),
             replicas=replicas,
+            runtime=stated_runtime,
             name=name,
             mixed=mixed,
         )

@@ -30,6 +30,7 @@ from registry.storage.database import Database
 
 if TYPE_CHECKING:
     from registry.importers.service import ImportFile
+    from registry.records.evidence import RuntimeInfo
 
 MAX_PAGE = 500
 # Bytes read from one upload at most: a 100,000-request detailed vLLM file is ~70 MiB.
@@ -88,6 +89,17 @@ def _parse_measured_at(value: str | None) -> datetime | None:
             problems=[FieldProblem("measured_at", "needs a time zone, e.g. 2026-11-24T14:05:00Z")],
         )
     return parsed
+
+
+def _parse_runtime(value: str | None) -> RuntimeInfo | None:
+    from registry.importers.common import parse_runtime
+
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_runtime(value, loc="runtime")
+    except InvalidInput as exc:
+        raise InvalidInput("invalid import request", problems=exc.problems) from None
 
 
 async def _read_uploads(files: list[UploadFile]) -> list[tuple[str, bytes]]:
@@ -195,6 +207,13 @@ def evidence_router() -> APIRouter:
             int | None,
             Form(ge=1, description="Ready replicas tested; required unless the file states it."),
         ] = None,
+        runtime: Annotated[
+            str | None,
+            Form(
+                description="The serving runtime measured, NAME==VERSION (e.g. vllm==0.8.5); "
+                "the file's own statement wins, a contradicting value is refused."
+            ),
+        ] = None,
         name: Annotated[
             str | None, Form(description="Record name (one file or a mixed test).")
         ] = None,
@@ -231,6 +250,7 @@ def evidence_router() -> APIRouter:
             traffic_class=single,
             measured_at=_parse_measured_at(measured_at),
             replicas=replicas,
+            runtime=_parse_runtime(runtime),
             name=name or None,
             mixed=mixed,
         )

@@ -37,7 +37,13 @@ from registry.importers.common import (
     build_records,
     refuse,
 )
-from registry.records.evidence import CvBasis, ImportFindings, LengthUniformity, LoadTestEvidence
+from registry.records.evidence import (
+    CvBasis,
+    ImportFindings,
+    LengthUniformity,
+    LoadTestEvidence,
+    RuntimeInfo,
+)
 
 __all__ = [
     "TOOLS",
@@ -167,13 +173,16 @@ def import_result_file_with_findings(
     measured_at: datetime | None = None,
     name: str | None = None,
     replicas: int | None = None,
+    runtime: RuntimeInfo | None = None,
 ) -> list[ImportedStage]:
     """Import a result file; one ``ImportedStage`` (evidence + findings) per stage.
 
     ``tool`` is one of ``TOOLS`` or ``"auto"`` (judged from the file's shape).
     ``measured_at`` is used when the file states no time of its own, or only a wall-clock
-    time without a zone. ``replicas`` is required unless the file states it. ``name``
-    overrides the record name derived from ``file_name``;
+    time without a zone. ``replicas`` is required unless the file states it. ``runtime``
+    is the serving runtime measured, as the person importing states it (the file's own
+    statement wins; a contradicting one is refused). ``name`` overrides the record name
+    derived from ``file_name``;
     stages of a multi-stage file are named ``<name>-stage-<i>`` and labelled
     ``{series: <name>, stage: "<i>"}``. Raises ``InvalidInput`` (with a FieldProblem naming
     the key) for a file of unknown or broken format.
@@ -189,6 +198,7 @@ def import_result_file_with_findings(
         measured_at=measured_at,
         name=name,
         replicas=replicas,
+        runtime=runtime,
     )
     return build_records(stages, ctx)
 
@@ -224,6 +234,7 @@ def import_class_files(
     measured_at: datetime | None = None,
     name: str | None = None,
     replicas: int | None = None,
+    runtime: RuntimeInfo | None = None,
 ) -> ImportedStage:
     """One evidence record from (traffic class, file name, bytes) triples run together.
 
@@ -241,6 +252,7 @@ def import_class_files(
         measured_at=measured_at,
         name=name,
         replicas=replicas,
+        runtime=runtime,
     )
     parts: list[ClassFile] = []
     for traffic_class, file_name, data in files:

@@ -24,6 +24,8 @@ from registry.importers.common import (
     offered_for,
     prepare_stage,
     refuse,
+    same_runtime,
+    settle_runtime,
     slug,
     source_file,
 )
@@ -143,6 +145,17 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
             "test runs against one deployment",
             source=parts[0].ctx.file_name,
         )
+    runtimes = [(part, settle_runtime(part.stage, part.ctx)) for part in parts]
+    known = [(part, runtime) for part, runtime in runtimes if runtime is not None]
+    for part, runtime in known[1:]:
+        if not same_runtime(known[0][1], runtime):
+            raise refuse(
+                "--runtime",
+                "the classes' files name different serving runtimes "
+                f"({', '.join(f'{p.traffic_class}: {r.describe()}' for p, r in known)}); one "
+                "mixed test runs against one deployment",
+                source=part.ctx.file_name,
+            )
     windows = [(s[0], *_window(s[0], s[1])) for s in settled]
     overlap_note = _check_overlap(windows)
     first = parts[0]
@@ -189,11 +202,19 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
                 workload=first.ctx.workload, provider=first.ctx.provider, plan=first.ctx.plan
             ),
             tool=ToolInfo(name=combined.tool, version=combined.tool_version),
+            runtime=known[0][1] if known else None,
             raw_file=None,
             measured_at=start,
             offered=offered_for(combined, classes=classes, replicas=settled[0][2]),
             results=Results(
-                per_class={p.traffic_class: class_result(p.stage) for p in parts},
+                # Each class's offered prompt lengths stay with the class: the gate holds
+                # them against that class's workload p99, not the mix's.
+                per_class={
+                    p.traffic_class: class_result(p.stage).model_copy(
+                        update={"prompt_tokens": p.stage.prompt_tokens}
+                    )
+                    for p in parts
+                },
                 throughput=throughput,
             ),
             missing=missing,

@@ -40,6 +40,7 @@ from registry.records.evidence import (
     Provenance,
     RawFile,
     Results,
+    RuntimeInfo,
     SourceFile,
     Throughput,
     ToolInfo,
@@ -67,6 +68,9 @@ class ParsedStage:
     # Ready replicas behind the tested endpoint, when the file states it, and where.
     replicas: int | None = None
     replicas_basis: str | None = None
+    # The serving runtime measured (the server, not the tool), when the file states it.
+    runtime: RuntimeInfo | None = None
+    runtime_basis: str | None = None
     # offered
     request_rate_rps: float | None = None
     concurrency: int | None = None
@@ -154,6 +158,77 @@ def obj(value: Any) -> dict[str, Any] | None:
 
 def epoch_to_utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+# --- the serving runtime ------------------------------------------------------------------
+
+RUNTIME_SYNTAX = "NAME==VERSION, e.g. vllm==0.8.5"
+_RUNTIME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_RUNTIME_TEXT = re.compile(r"^\s*(?P<name>[^=\s]+)\s*==\s*(?P<version>\S+)\s*$")
+
+
+def runtime_info(name: str, version: str, *, loc: str, source: str | None = None) -> RuntimeInfo:
+    """A serving runtime from its name and version (a leading "v", as in image tags, is
+    dropped: v0.8.5 is 0.8.5); InvalidInput naming `loc` when either is malformed."""
+    name, version = name.strip(), version.strip()
+    if version[:1] in ("v", "V") and version[1:2].isdigit():
+        version = version[1:]
+    problem = None
+    if not _RUNTIME_NAME.match(name):
+        problem = f"{name!r} is not a runtime name (letters, digits, '.', '_', '+', '-')"
+    else:
+        try:
+            return RuntimeInfo(name=name, version=version)
+        except ValidationError:
+            problem = (
+                f"{version!r} is not a runtime version: major.minor[.patch] with an optional "
+                "suffix, e.g. 0.8.5 or 0.10.2+cu128"
+            )
+    raise InvalidInput(
+        f"cannot import {source}: {loc}: {problem}" if source else f"{loc}: {problem}",
+        problems=[FieldProblem(loc=loc, message=problem)],
+        source=source,
+    )
+
+
+def parse_runtime(text: str, *, loc: str, source: str | None = None) -> RuntimeInfo:
+    """``NAME==VERSION`` (``vllm==0.8.5``), as ``--runtime`` and vLLM metadata state it."""
+    match = _RUNTIME_TEXT.match(text) if isinstance(text, str) else None
+    if match is None:
+        problem = f"{text!r} is not {RUNTIME_SYNTAX} (the serving runtime and its version)"
+        raise InvalidInput(
+            f"cannot import {source}: {loc}: {problem}" if source else f"{loc}: {problem}",
+            problems=[FieldProblem(loc=loc, message=problem)],
+            source=source,
+        )
+    return runtime_info(match["name"], match["version"], loc=loc, source=source)
+
+
+def same_runtime(a: RuntimeInfo, b: RuntimeInfo) -> bool:
+    return a.name.casefold() == b.name.casefold() and a.version == b.version
+
+
+def settle_runtime(stage: ParsedStage, ctx: ImportContext) -> RuntimeInfo | None:
+    """The runtime measured: from the file, else as stated at import, else unknown (None).
+
+    A stated runtime that contradicts the file's is refused, naming both.
+    """
+    stated, given = stage.runtime, ctx.runtime
+    if stated is not None and given is not None and not same_runtime(stated, given):
+        raise refuse(
+            "--runtime",
+            f"the file states runtime {stated.describe()} ({stage.runtime_basis}) but "
+            f"--runtime {given.name}=={given.version} was given; drop the flag or correct it",
+            source=ctx.file_name,
+        )
+    if stated is not None:
+        stage.notes.append(
+            f"serving runtime {stated.describe()}, from the file ({stage.runtime_basis})"
+        )
+        return stated
+    if given is not None:
+        stage.notes.append(f"serving runtime {given.describe()}, stated at import (--runtime)")
+    return given
 
 
 # --- names ---------------------------------------------------------------------------------
@@ -255,6 +330,7 @@ class ImportContext:
     measured_at: datetime | None
     name: str | None
     replicas: int | None = None
+    runtime: RuntimeInfo | None = None  # stated at import (--runtime NAME==VERSION)
 
 
 # An achieved send rate this far below the offered one means the client fell behind.
@@ -414,6 +490,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
         if multi:
             labels["series"] = base
         measured_at, replicas, replicas_source = prepare_stage(st, ctx)
+        runtime = settle_runtime(st, ctx)
         cls = _class_name(st, ctx)
         missing = sorted(set(st.missing))
         try:
@@ -424,6 +501,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
                     workload=ctx.workload, provider=ctx.provider, plan=ctx.plan
                 ),
                 tool=ToolInfo(name=st.tool, version=st.tool_version),
+                runtime=runtime,
                 raw_file=raw,
                 measured_at=measured_at,
                 offered=offered_for(st, classes=[cls], replicas=replicas),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from registry.errors import FieldProblem, InvalidInput
-from registry.records.evidence import LoadTestEvidence
+from registry.records.evidence import LoadTestEvidence, RuntimeInfo
 from registry.records.kinds import RecordKind
 from registry.records.views import SubmitResult
 from registry.storage.database import Database, WriteContext
@@ -33,6 +33,8 @@ class ImportOptions:
     traffic_class: str | None = None
     measured_at: datetime | None = None
     replicas: int | None = None
+    # The serving runtime measured (--runtime NAME==VERSION); the file's own statement wins.
+    runtime: RuntimeInfo | None = None
     name: str | None = None  # record name; default: from the file name
     # The files are one per traffic class, run at the same time: one combined record.
     mixed: bool = False
@@ -72,6 +74,7 @@ def convert_files(
             plan=options.plan,
             measured_at=options.measured_at,
             replicas=options.replicas,
+            runtime=options.runtime,
             name=options.name,
         )
         return [(files[0].name, imported.evidence)]
@@ -87,6 +90,7 @@ def convert_files(
             traffic_class=f.traffic_class or options.traffic_class,
             measured_at=options.measured_at,
             replicas=options.replicas,
+            runtime=options.runtime,
             name=options.name if len(files) == 1 else None,
         )
         out.extend((f.name, stage.evidence) for stage in stages)

@@ -22,6 +22,9 @@ What the figures mean, read from vLLM's own writer (``vllm/benchmarks/serve.py``
   end of the measurement window.
 - ``--metadata KEY=VALUE`` pairs are merged into the object as top-level strings; a sweep adds
   ``run_number`` and its serve/bench override keys (e.g. ``max_num_seqs``) the same way.
+- The file never states the server's version by itself (``backend`` is the client's request
+  format): the serving runtime is read only from ``--metadata`` (``vllm_version=0.8.5``,
+  ``runtime=NAME==VERSION``, or ``runtime_name=NAME runtime_version=VERSION``).
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ from registry.importers.common import (
     count,
     fill_from_requests,
     num,
+    parse_runtime,
     pos,
     refuse,
+    runtime_info,
+    same_runtime,
     standard_missing,
 )
 from registry.importers.stats import (
@@ -48,7 +54,7 @@ from registry.importers.stats import (
     percentiles_ms,
 )
 from registry.records.common import NAME_PATTERN
-from registry.records.evidence import Percentiles, Throughput
+from registry.records.evidence import Percentiles, RuntimeInfo, Throughput
 
 TOOL = "vllm-bench"
 
@@ -119,6 +125,10 @@ _KNOWN_PREFIXES = ("ramp_up_", "spec_decode_", "diffusion_", "probe_")
 # are no separate prefill replicas.
 _REPLICA_KEYS = ("replicas", "num_replicas")
 _CLASS_KEYS = ("traffic_class", "class")
+# --metadata keys that state the serving runtime measured (the server, not vllm bench):
+# vllm_version=0.8.5; runtime=sglang==0.4.4 (the --runtime syntax); or the pair
+# runtime_name=sglang runtime_version=0.4.4.
+_RUNTIME_KEYS = ("vllm_version", "runtime", "runtime_name", "runtime_version")
 _NAME_RE = re.compile(NAME_PATTERN)
 
 
@@ -506,8 +516,65 @@ def _class_label(doc: dict[str, Any], stage: ParsedStage, source: str, where: st
     stage.class_label = labels.pop()
 
 
+def _metadata_text(doc: dict[str, Any], key: str, source: str, where: str) -> str:
+    value = doc[key]
+    if not isinstance(value, str) or not value.strip():
+        raise refuse(
+            f"{where}{key}",
+            f"{value!r} is not text (--metadata {key}=... states the serving runtime)",
+            source=source,
+        )
+    return value
+
+
+def _runtime(doc: dict[str, Any], stage: ParsedStage, source: str, where: str) -> None:
+    """The serving runtime, when --metadata states it; several statements must agree."""
+    stated: list[tuple[str, RuntimeInfo]] = []
+    if "vllm_version" in doc:
+        version = _metadata_text(doc, "vllm_version", source, where)
+        runtime = runtime_info("vllm", version, loc=f"{where}vllm_version", source=source)
+        stated.append(("vllm_version", runtime))
+    if "runtime" in doc:
+        text = _metadata_text(doc, "runtime", source, where)
+        stated.append(("runtime", parse_runtime(text, loc=f"{where}runtime", source=source)))
+    pair = [k for k in ("runtime_name", "runtime_version") if k in doc]
+    if len(pair) == 2:
+        name = _metadata_text(doc, "runtime_name", source, where)
+        version = _metadata_text(doc, "runtime_version", source, where)
+        stated.append(
+            (
+                "runtime_name, runtime_version",
+                runtime_info(name, version, loc=f"{where}runtime_version", source=source),
+            )
+        )
+    elif pair:
+        absent = "runtime_version" if pair[0] == "runtime_name" else "runtime_name"
+        stage.notes.append(
+            f"--metadata {pair[0]}={_short(doc[pair[0]])} without {absent}: the serving "
+            "runtime is not read from it"
+        )
+    if not stated:
+        return
+    key, runtime = stated[0]
+    for other_key, other in stated[1:]:
+        if not same_runtime(runtime, other):
+            raise refuse(
+                f"{where}{other_key.split(',')[0]}",
+                f"the file states different serving runtimes ({key}: {runtime.describe()}; "
+                f"{other_key}: {other.describe()})",
+                source=source,
+            )
+    stage.runtime = runtime
+    stage.runtime_basis = "metadata " + ", ".join(k for k, _ in stated)
+
+
 def _extra_keys(doc: dict[str, Any], stage: ParsedStage) -> None:
-    used = set(_REPLICA_KEYS) | set(_CLASS_KEYS) | {"decode_replicas", "prefill_replicas"}
+    used = (
+        set(_REPLICA_KEYS)
+        | set(_CLASS_KEYS)
+        | set(_RUNTIME_KEYS)
+        | {"decode_replicas", "prefill_replicas"}
+    )
     extra = [
         k
         for k in doc
@@ -549,6 +616,7 @@ def _parse_result(doc: dict[str, Any], *, source: str, where: str = "") -> Parse
     _counts(doc, stage)
     _replicas(doc, stage, source, where)
     _class_label(doc, stage, source, where)
+    _runtime(doc, stage, source, where)
     _extra_keys(doc, stage)
     label = doc.get("label")
     if isinstance(label, str) and label:

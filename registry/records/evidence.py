@@ -24,6 +24,7 @@ from registry.records.common import (
     check_non_decreasing,
     quantile_level,
 )
+from registry.records.provider import RUNTIME_VERSION_PATTERN
 
 
 class MeasuredAgainst(Record):
@@ -38,6 +39,24 @@ class MeasuredAgainst(Record):
 class ToolInfo(Record):
     name: Text = Field(description="vllm-bench, guidellm, inference-perf, genai-perf, aiperf, ...")
     version: Text | None = None
+
+
+class RuntimeInfo(Record):
+    """The serving runtime the test measured: the server, not the load generator.
+
+    (``ToolInfo.version`` is the load generator's version.) Compared with the runtime of
+    the provider version a plan pins: another runtime, or another major.minor version,
+    does not support the plan.
+    """
+
+    name: Text = Field(description="Serving runtime, as a provider's runtime.name: vllm, ...")
+    version: Text = Field(
+        pattern=RUNTIME_VERSION_PATTERN,
+        description="The runtime's version, as a provider's runtime.version: 0.8.5, ...",
+    )
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version}"
 
 
 class RawFile(Record):
@@ -109,6 +128,11 @@ class ClassResult(Record):
     itl_ms: Percentiles | None = None
     e2e_ms: Percentiles | None = None
     queue_ms: Percentiles | None = None
+    prompt_tokens: Distribution | None = Field(
+        default=None,
+        description="Prompt lengths this class was offered, when a mixed test states them "
+        "per class (a single-class test states them in offered.prompt_tokens).",
+    )
 
 
 class Throughput(Record):
@@ -205,6 +229,15 @@ class Provenance(Record):
 class LoadTestEvidence(Metadata):
     measured_against: MeasuredAgainst
     tool: ToolInfo
+    runtime: RuntimeInfo | None = Field(
+        default=None,
+        description="The serving runtime and version measured (from the result file, or "
+        "stated at import); null when unknown: the test is then taken to have run the "
+        "runtime of the provider version it was measured against.",
+        # Left out of dumps when unknown: evidence that states no runtime dumps (and hashes)
+        # exactly as before the field existed.
+        exclude_if=lambda runtime: runtime is None,
+    )
     raw_file: RawFile | None = None
     measured_at: datetime
     offered: Offered

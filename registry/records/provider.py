@@ -116,9 +116,14 @@ class AcceleratorSpec(Record):
         return self
 
 
+# major.minor[.patch] with an optional suffix (0.8.5, 0.10.2+cu128, 0.6.4.post1); evidence
+# states the runtime it measured in the same form (registry.records.evidence.RuntimeInfo).
+RUNTIME_VERSION_PATTERN = r"^\d+\.\d+(\.\d+)?([.+-][0-9A-Za-z.+-]+)?$"
+
+
 class RuntimeSpec(Record):
     name: Text = Field(description="Serving runtime, e.g. vllm.")
-    version: Text = Field(pattern=r"^\d+\.\d+(\.\d+)?([.+-][0-9A-Za-z.+-]+)?$")
+    version: Text = Field(pattern=RUNTIME_VERSION_PATTERN)
     image: Text | None = None
     args: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Extra runtime flags that are not part of a plan."

@@ -2,8 +2,9 @@
 
 Evidence pins the workload, provider (and possibly plan) versions it was measured
 against; a plan pins its own. Evidence is stale for the plan when any material change
-separates the two, when a newer version of the evidence replaced it, or when it is older
-than the maximum age. The reasons are sentences a person can act on.
+separates the two, when it measured another serving runtime (or runtime major.minor
+version) than the plan's provider runs, when a newer version of the evidence replaced it,
+or when it is older than the maximum age. The reasons are sentences a person can act on.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from registry.records.evidence import LoadTestEvidence
+from registry.records.evidence import LoadTestEvidence, RuntimeInfo
 from registry.records.plan import CapacityPlan
-from registry.records.provider import ProviderProfile
+from registry.records.provider import ProviderProfile, RuntimeSpec
 from registry.records.workload import WorkloadProfile
-from registry.staleness.rules import Change, StalenessThresholds, material_changes
+from registry.staleness.rules import Change, StalenessThresholds, material_changes, minor_version
 
 SECONDS_PER_DAY = 86400.0
 
@@ -61,6 +62,13 @@ def assess(
         found = material_changes(measured.model, current.model, limits)
         changes.extend(found)
         reasons.extend(f"{measured.ref} -> {current.ref}: {change.describe()}" for change in found)
+    runtime = _runtime_change(evidence, measured_provider=measured_provider, provider=provider)
+    if runtime is not None:
+        changes.append(runtime)
+        reasons.append(
+            f"measured on {runtime.old}; the plan's provider {provider.ref} runs {runtime.new} "
+            f"({runtime.rule})"
+        )
     if replaced_by is not None:
         reasons.append(f"replaced by {replaced_by}")
     age_days = (now - evidence.measured_at).total_seconds() / SECONDS_PER_DAY
@@ -70,3 +78,41 @@ def assess(
             f"{limits.max_evidence_age_days:g} days"
         )
     return Freshness(fresh=not reasons, age_days=age_days, reasons=reasons, changes=changes)
+
+
+def _runtime_difference(measured: RuntimeInfo | RuntimeSpec, current: RuntimeSpec) -> str | None:
+    """How two runtimes differ where it matters (name, major.minor version); None if not."""
+    if measured.name.casefold() != current.name.casefold():
+        return "a different runtime"
+    if minor_version(measured.version) == minor_version(current.version):
+        return None
+    if measured.version.split(".")[0] != current.version.split(".")[0]:
+        return "major version differs"
+    return "minor version differs"
+
+
+def _runtime_change(
+    evidence: LoadTestEvidence, *, measured_provider: Versioned, provider: Versioned
+) -> Change | None:
+    """The evidence's own runtime against the one the plan's provider version runs.
+
+    Evidence that states no runtime is taken to have run the runtime of the provider
+    version it was measured against; the provider rules judge that (runtime.name,
+    runtime.version). So does evidence whose stated runtime is that one: the change is
+    then the provider's, and named once, as the provider rules name it.
+    """
+    stated = evidence.runtime
+    current, pinned = provider.model, measured_provider.model
+    if stated is None or not isinstance(current, ProviderProfile):
+        return None
+    difference = _runtime_difference(stated, current.runtime)
+    if difference is None:
+        return None
+    if isinstance(pinned, ProviderProfile) and _runtime_difference(stated, pinned.runtime) is None:
+        return None
+    return Change(
+        "runtime",
+        stated.describe(),
+        f"{current.runtime.name} {current.runtime.version}",
+        difference,
+    )

@@ -165,7 +165,8 @@ def workload_changes(
     return changes
 
 
-def _minor(version: str) -> str:
+def minor_version(version: str) -> str:
+    """major.minor of a runtime version: 0.8.5 -> 0.8 (the level at which it matters)."""
     return ".".join(version.split(".")[:2])
 
 
@@ -188,7 +189,7 @@ def provider_changes(old: ProviderProfile, new: ProviderProfile) -> list[Change]
         changes.append(
             Change("runtime.name", old.runtime.name, new.runtime.name, "runtime changed")
         )
-    if _minor(old.runtime.version) != _minor(new.runtime.version):
+    if minor_version(old.runtime.version) != minor_version(new.runtime.version):
         changes.append(
             Change(
                 "runtime.version",
