@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli.options import JsonOpt, ServerOpt
 from cli.output import emit_json, emit_table
+
+if TYPE_CHECKING:
+    from registry.gate.views import DecisionView
 
 gate_app = typer.Typer(
     help="Policy decisions on capacity plans. Exit 0 allow, 1 deny, 2 error.",
@@ -22,6 +25,8 @@ class Format(StrEnum):
     text = "text"
     json = "json"
     junit = "junit"
+    github = "github"
+    sarif = "sarif"
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -34,28 +39,63 @@ def _write(text: str, output: Path | None) -> None:
 @gate_app.command("check")
 def check(
     plan: Annotated[str, typer.Argument(help="Plan reference: name, name@vN or sha256:...")],
-    output_format: Annotated[Format, typer.Option("--format", help="Report format.")] = Format.text,
+    output_format: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            help="Report format: text, json, junit (JUnit XML), github (GitHub Actions "
+            "annotations) or sarif (SARIF 2.1.0). Default text.",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     output: Annotated[Path | None, typer.Option("--output", help="Write the report here.")] = None,
+    plan_file: Annotated[
+        str | None,
+        typer.Option(
+            "--plan-file",
+            help="The plan's file in the repository, for github and sarif annotations to "
+            "point at (capgate does not know where a plan came from).",
+        ),
+    ] = None,
     server: ServerOpt = None,
 ) -> None:
     """Evaluate every policy on PLAN, store the decision and exit with its code."""
     from cli.backend import open_backend
-    from registry.gate.report import render_text
+    from cli.output import fail
 
+    if json_out and output_format not in (None, Format.json):
+        fail(f"--json and --format {output_format} disagree: --json is --format json; give one")
+    chosen = Format.json if json_out else output_format or Format.text
+    if plan_file is not None and chosen not in (Format.github, Format.sarif):
+        fail("--plan-file is for --format github or sarif")
     decision = open_backend(server).gate_check(plan)
-    if output_format is Format.json:
-        _write(decision.model_dump_json(indent=2), output)
-    elif output_format is Format.junit:
-        from registry.gate.report import policy_ids, render_junit
-        from registry.policy.bundle import load_bundle
-
-        _write(render_junit(decision, policy_ids(list(load_bundle().modules))), output)
-    else:
-        _write(render_text(decision), output)
-    if output is not None or output_format is not Format.text:
+    _write(_render(decision, chosen, plan_file), output)
+    if output is not None or chosen is not Format.text:
         # Pipelines read one line on stderr whatever the report's format or destination.
         typer.echo(decision.verdict(), err=True)
     raise typer.Exit(decision.outcome.exit_code)
+
+
+def _render(decision: DecisionView, chosen: Format, plan_file: str | None) -> str:
+    if chosen is Format.json:
+        return decision.model_dump_json(indent=2)
+    if chosen is Format.junit:
+        from registry.gate.report import policy_ids, render_junit
+        from registry.policy.bundle import load_bundle
+
+        return render_junit(decision, policy_ids(list(load_bundle().modules)))
+    if chosen is Format.github:
+        from registry.gate.formats import render_github
+
+        return render_github(decision, plan_file=plan_file)
+    if chosen is Format.sarif:
+        from registry.gate.formats import render_sarif
+
+        return render_sarif(decision, plan_file=plan_file)
+    from registry.gate.report import render_text
+
+    return render_text(decision)
 
 
 @gate_app.command("show")

@@ -1,11 +1,51 @@
-"""Rendering a decision for people (text) and for CI systems (JUnit XML)."""
+"""Rendering a decision for people (text) and for CI systems (JUnit XML).
+
+GitHub Actions workflow commands and SARIF are in :mod:`registry.gate.formats`.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any, NamedTuple
 from xml.etree import ElementTree as ET
 
 from registry.gate.views import DecisionView, Outcome
+
+# A policy's note, as the decision lists it among its warnings: "policy.rule: message".
+_NOTE = re.compile(r"(?P<policy>[a-z][a-z0-9_]*)\.(?P<rule>[a-z][a-z0-9_]*): (?P<message>.*)", re.S)
+
+
+class PolicyWarning(NamedTuple):
+    policy: str
+    rule: str
+    message: str
+
+
+def policy_warning(warning: str) -> PolicyWarning | None:
+    """The policy and rule a warning comes from, when it is a policy's note.
+
+    Other warnings (waivers not applied or expiring, stale evidence) are free text.
+    """
+    match = _NOTE.fullmatch(warning)
+    if match is None:
+        return None
+    return PolicyWarning(match["policy"], match["rule"], match["message"])
+
+
+def warning_policy(warning: str, policies: list[str]) -> str | None:
+    """The policy a warning is about: the one whose note it is, else one it names.
+
+    A waiver's warnings name the policy the waiver is for ("waiver x@v1 for
+    drain_configured ..."); stale evidence names none.
+    """
+    note = policy_warning(warning)
+    if note is not None:
+        return note.policy if note.policy in policies else None
+    for policy in policies:
+        if re.search(rf"\b{re.escape(policy)}\b", warning):
+            return policy
+    return None
 
 
 def render_text(decision: DecisionView) -> str:
@@ -38,7 +78,12 @@ def render_text(decision: DecisionView) -> str:
 
 
 def render_junit(decision: DecisionView, policy_ids: list[str]) -> str:
-    """One test case per policy: failed when it has unwaived violations."""
+    """One test case per policy: failed when it has unwaived violations.
+
+    Warnings are where CI systems show them: each in the system-out of the test case of
+    the policy it is about, and all of them as suite properties named ``warning`` and
+    in the suite's system-err.
+    """
     suite = ET.Element(
         "testsuite",
         name=f"capgate gate {decision.plan}",
@@ -54,17 +99,20 @@ def render_junit(decision: DecisionView, policy_ids: list[str]) -> str:
         ("engine", decision.engine),
         ("bundle_revision", decision.bundle_revision),
         ("input_digest", decision.input_digest),
+        *(("warning", warning) for warning in decision.warnings),
     ):
         ET.SubElement(properties, "property", name=name, value=value)
     if decision.outcome is Outcome.error:
         case = ET.SubElement(suite, "testcase", classname="capgate.gate", name="evaluate")
         error = ET.SubElement(case, "error", message=decision.error or "error")
         error.text = decision.error
+        _system_out(case, [], decision.warnings)
     else:
         for policy in policy_ids:
             case = ET.SubElement(suite, "testcase", classname="capgate.policies", name=policy)
             failed = [v for v in decision.violations if v.get("policy") == policy]
             waived = [v for v in decision.waived if v.get("policy") == policy]
+            warnings = [w for w in decision.warnings if warning_policy(w, policy_ids) == policy]
             if failed:
                 failure = ET.SubElement(
                     case,
@@ -73,13 +121,20 @@ def render_junit(decision: DecisionView, policy_ids: list[str]) -> str:
                     type=str(failed[0].get("severity")),
                 )
                 failure.text = json.dumps(failed, indent=2)
-            elif waived:
-                out = ET.SubElement(case, "system-out")
-                out.text = "waived: " + json.dumps(waived, indent=2)
+            _system_out(case, waived, warnings)
     if decision.warnings:
         ET.SubElement(suite, "system-err").text = "\n".join(decision.warnings)
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode")
+
+
+def _system_out(case: ET.Element, waived: list[dict[str, Any]], warnings: list[str]) -> None:
+    """A test case's output: its waived violations, then its warnings, one per line."""
+    parts = [f"warning: {warning}" for warning in warnings]
+    if waived:
+        parts.insert(0, "waived: " + json.dumps(waived, indent=2))
+    if parts:
+        ET.SubElement(case, "system-out").text = "\n".join(parts)
 
 
 def policy_ids(module_paths: list[str]) -> list[str]:

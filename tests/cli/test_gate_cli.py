@@ -8,11 +8,13 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
 import yaml
 
+from registry.gate.formats import escape_data
 from tests.factories import EXAMPLE_EVIDENCE, example, example_path, write_load_test
 from tests.support.opa_server import free_port, running_opa
 
@@ -43,7 +45,13 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def import_load_test(
-    tmp_path: Path, env: dict[str, str], *, days_ago: int, run: int = 0, **refs: str
+    tmp_path: Path,
+    env: dict[str, str],
+    *,
+    days_ago: int,
+    run: int = 0,
+    name: str = EXAMPLE_EVIDENCE,
+    **refs: str,
 ) -> subprocess.CompletedProcess[str]:
     """`capgate evidence import` of the example's load test, as the worked example runs it."""
     when = (datetime.now(UTC) - timedelta(days=days_ago)).isoformat()
@@ -62,7 +70,7 @@ def import_load_test(
         "--measured-at",
         when,
         "--name",
-        EXAMPLE_EVIDENCE,
+        name,
         *write_load_test(tmp_path, run),
         env=env,
     )
@@ -111,7 +119,7 @@ def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path)
     assert result.returncode == 1
     suite = ET.parse(report).getroot()
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert len(cases) == 10
+    assert len(cases) == 11
     assert cases["drain_configured"].find("failure") is not None
     assert all(
         case.find("failure") is None for name, case in cases.items() if name != "drain_configured"
@@ -215,3 +223,216 @@ def test_workload_growth_denies_until_new_evidence(env: dict[str, str], tmp_path
     allowed = capgate("gate", "check", "chat-assistant-prod", env=env)
     assert allowed.returncode == 0, allowed.stdout
     assert allowed.stdout.startswith("ALLOW chat-assistant-prod@v2")
+
+
+# ---- reports for CI systems: annotations, SARIF, JUnit, and --json -----------------------
+
+
+def decision_of(result: subprocess.CompletedProcess[str], env: dict[str, str]) -> dict[str, Any]:
+    """The stored decision a `gate check` names in its one-line verdict on stderr."""
+    decision_id = result.stderr.split("(decision ")[1].split(",")[0].split(")")[0]
+    shown = capgate("gate", "show", decision_id, "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    return dict(json.loads(shown.stdout))
+
+
+def test_deny_as_github_annotations_and_sarif(env: dict[str, str], tmp_path: Path) -> None:
+    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    github = capgate(
+        "gate",
+        "check",
+        "chat-assistant-prod",
+        "--format",
+        "github",
+        "--plan-file",
+        "deploy/plan,prod.yaml",
+        env=env,
+    )
+    assert github.returncode == 1
+    assert github.stderr.startswith("DENY chat-assistant-prod@v2: ")
+    decision = decision_of(github, env)
+    assert {v["policy"] for v in decision["violations"]} == {"drain_configured"}
+    # One ::error per violation, naming policy.rule, in the decision's order; no notice.
+    lines = github.stdout.splitlines()
+    assert [line for line in lines if not line.startswith("::warning ")] == [
+        f"::error file=deploy/plan%2Cprod.yaml,title=capgate drain_configured.{v['rule']}"
+        f"::{escape_data(v['message'])}"
+        for v in decision["violations"]
+    ]
+    assert len(lines) == len(decision["violations"]) + len(decision["warnings"])
+
+    sarif = capgate("gate", "check", "chat-assistant-prod", "--format", "sarif", env=env)
+    assert sarif.returncode == 1
+    assert sarif.stderr.startswith("DENY chat-assistant-prod@v2: ")
+    decision = decision_of(sarif, env)
+    log = json.loads(sarif.stdout)
+    assert (log["$schema"], log["version"]) == (
+        "https://json.schemastore.org/sarif-2.1.0.json",
+        "2.1.0",
+    )
+    (run,) = log["runs"]
+    rules = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    assert run["tool"]["driver"]["name"] == "capgate"
+    assert set(rules) >= {f"drain_configured.{v['rule']}" for v in decision["violations"]}
+    assert rules == sorted({r["ruleId"] for r in run["results"]})
+    errors = [r for r in run["results"] if r["level"] == "error"]
+    assert [(r["ruleId"], r["message"]["text"]) for r in errors] == [
+        (f"drain_configured.{v['rule']}", v["message"]) for v in decision["violations"]
+    ]
+    assert len(run["results"]) == len(errors) + len(decision["warnings"])
+    for result, violation in zip(errors, decision["violations"], strict=True):
+        assert rules[result["ruleIndex"]] == result["ruleId"]
+        assert result["properties"] == {
+            "decision": decision["id"],
+            "plan": "chat-assistant-prod@v2",
+            "severity": violation["severity"],
+            "details": violation["details"],
+        }
+    assert run["properties"]["outcome"] == "deny"
+    assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def junit_report(
+    tmp_path: Path, env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], ET.Element]:
+    """`gate check --format junit --output FILE` on the example plan (an allow)."""
+    report = tmp_path / "gate.xml"
+    junit = capgate(
+        "gate",
+        "check",
+        "chat-assistant-prod",
+        "--format",
+        "junit",
+        "--output",
+        str(report),
+        env=env,
+    )
+    assert junit.returncode == 0, junit.stdout + junit.stderr
+    return junit, ET.parse(report).getroot()
+
+
+def test_warnings_reach_annotations_sarif_and_junit_test_cases(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Old evidence beside fresh evidence: an allow with warnings, seen by every format."""
+    old = import_load_test(tmp_path, env, days_ago=120, run=1, name="old-load-test")
+    assert old.returncode == 0, old.stderr
+
+    github = capgate("gate", "check", "chat-assistant-prod", "--format", "github", env=env)
+    assert github.returncode == 0, github.stdout + github.stderr
+    warnings = decision_of(github, env)["warnings"]
+    assert all("old-load-test@v1" in w for w in warnings)
+    # Stale evidence reaches the reader once, as evidence_fresh's notes ("policy.rule:
+    # message"); the gate's own free text (waivers) is the next test's.
+    notes = {w: w.split(": ", 1) for w in warnings if w.startswith("evidence_fresh.")}
+    assert len(notes) == len(warnings) == 2
+    assert github.stdout.splitlines() == [
+        *(
+            f"::warning title=capgate {notes[w][0]}::{notes[w][1]}"
+            if w in notes
+            else f"::warning title=capgate warning::{w}"
+            for w in warnings
+        ),
+        f"::notice title=capgate ALLOW::{github.stderr.strip()}",
+    ]
+
+    sarif = capgate("gate", "check", "chat-assistant-prod", "--format", "sarif", env=env)
+    assert sarif.returncode == 0
+    results = json.loads(sarif.stdout)["runs"][0]["results"]
+    assert [(r["ruleId"], r["level"], r["message"]["text"]) for r in results] == [
+        (notes[w][0], "warning", notes[w][1]) if w in notes else ("gate.warning", "warning", w)
+        for w in warnings
+    ]
+
+    junit, suite = junit_report(tmp_path, env)
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["evidence_fresh"].findtext("system-out") == "\n".join(
+        f"warning: {w}" for w in warnings if w in notes
+    )
+    assert all(
+        case.find("system-out") is None for n, case in cases.items() if n != "evidence_fresh"
+    )
+    properties = [p.get("value") for p in suite.iter("property") if p.get("name") == "warning"]
+    assert properties == decision_of(junit, env)["warnings"] == warnings
+    assert suite.findtext("system-err") == "\n".join(warnings)
+
+
+def test_waived_violation_is_a_notice_and_its_waiver_warning_reaches_the_policy(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    waiver = tmp_path / "waiver.yaml"
+    waiver.write_text(
+        yaml.safe_dump(
+            {
+                "name": "drain-grace-exception",
+                "policy": "drain_configured",
+                "plan": "chat-assistant-prod",
+                "owner": "sre-lead@example.com",
+                "reason": "streams are capped at 25 s by the gateway",
+                "expires_at": (datetime.now(UTC) + timedelta(days=10, hours=1)).isoformat(),
+            }
+        )
+    )
+    assert capgate("waiver", "submit", str(waiver), env=env).returncode == 0
+
+    github = capgate("gate", "check", "chat-assistant-prod", "--format", "github", env=env)
+    assert github.returncode == 0, github.stdout + github.stderr
+    decision = decision_of(github, env)
+    lines = github.stdout.splitlines()
+    notices = [line for line in lines if line.startswith("::notice title=capgate drain_")]
+    assert len(notices) == len(decision["waived"]) > 0
+    assert all("(waiver drain-grace-exception@v1, owner sre-lead@example.com" in n for n in notices)
+    (expiring,) = [line for line in lines if line.startswith("::warning")]
+    assert expiring.startswith("::warning title=capgate warning::waiver drain-grace-exception@v1")
+    assert "expires in 10 days" in expiring
+
+    sarif = json.loads(
+        capgate("gate", "check", "chat-assistant-prod", "--format", "sarif", env=env).stdout
+    )
+    waived = [r for r in sarif["runs"][0]["results"] if r["level"] == "note"]
+    assert {r["ruleId"] for r in waived} == {
+        f"drain_configured.{v['rule']}" for v in decision["waived"]
+    }
+    assert all(r["suppressions"][0]["kind"] == "external" for r in waived)
+    assert all(r["properties"]["waived_by"] == "drain-grace-exception@v1" for r in waived)
+
+    _, suite = junit_report(tmp_path, env)
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    out = cases["drain_configured"].findtext("system-out") or ""
+    assert out.startswith("waived: [")
+    assert "\nwarning: waiver drain-grace-exception@v1 (drain_configured, owner " in out
+
+
+def test_json_is_format_json_and_conflicts_with_other_formats(env: dict[str, str]) -> None:
+    def same_but_id_and_time(stdout: str) -> str:
+        decision = json.loads(stdout)
+        return stdout.replace(decision["id"], "ID").replace(decision["created_at"], "AT")
+
+    alias = capgate("gate", "check", "chat-assistant-prod", "--json", env=env)
+    spelled = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
+    both = capgate("gate", "check", "chat-assistant-prod", "--json", "--format", "json", env=env)
+    assert alias.returncode == spelled.returncode == both.returncode == 0
+    assert alias.stderr.startswith("ALLOW chat-assistant-prod@v1 (decision ")
+    assert json.loads(alias.stdout)["outcome"] == "allow"
+    assert (
+        same_but_id_and_time(alias.stdout)
+        == same_but_id_and_time(spelled.stdout)
+        == same_but_id_and_time(both.stdout)
+    )
+
+    conflict = capgate(
+        "gate", "check", "chat-assistant-prod", "--json", "--format", "junit", env=env
+    )
+    assert (conflict.returncode, conflict.stdout) == (2, "")
+    assert conflict.stderr == (
+        "capgate: error: --json and --format junit disagree: --json is --format json; give one\n"
+    )
+    misplaced = capgate("gate", "check", "chat-assistant-prod", "--plan-file", "p.yaml", env=env)
+    assert (misplaced.returncode, misplaced.stderr) == (
+        2,
+        "capgate: error: --plan-file is for --format github or sarif\n",
+    )
+    # A usage error decides nothing: no decision is stored for it.
+    listed = json.loads(capgate("gate", "list", "--json", env=env).stdout)
+    assert len(listed["items"]) == 3

@@ -1,0 +1,216 @@
+"""A decision for CI systems that annotate: GitHub Actions workflow commands and SARIF.
+
+Both say what each finding is with the same id, ``policy.rule``; warnings that are not a
+policy's note (waivers not applied or expiring, stale evidence) are ``gate.warning``, and
+an evaluation that failed is ``gate.error`` (``gate`` is the bundle's entry point, never a
+policy id). Neither knows which file a plan came from: a caller that does passes it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC
+from typing import Any
+
+from registry import __version__
+from registry.gate.report import policy_warning
+from registry.gate.views import DecisionView, Outcome
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+WARNING_RULE = "gate.warning"
+ERROR_RULE = "gate.error"
+_RULE_TEXT = {
+    WARNING_RULE: "A warning of the gate beside the policies' findings (waivers, evidence).",
+    ERROR_RULE: "The gate could not decide: an error, never an allow.",
+}
+
+
+def _rule_id(violation: dict[str, Any]) -> str:
+    return f"{violation.get('policy')}.{violation.get('rule')}"
+
+
+def _waiver_text(violation: dict[str, Any]) -> str:
+    return (
+        f"waiver {violation.get('waived_by')}, owner {violation.get('waiver_owner')}, "
+        f"until {violation.get('waiver_expires_at')}"
+    )
+
+
+def _warning_finding(warning: str) -> tuple[str, str]:
+    """The rule id and message of a warning."""
+    note = policy_warning(warning)
+    if note is None:
+        return WARNING_RULE, warning
+    return f"{note.policy}.{note.rule}", note.message
+
+
+# ---- GitHub Actions workflow commands ----------------------------------------------------
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: %, CR and LF escaped, so it stays one line."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: also : and , which delimit properties."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(kind: str, title: str, message: str, plan_file: str | None) -> str:
+    properties = [f"file={escape_property(plan_file)}"] if plan_file else []
+    properties.append(f"title={escape_property(title)}")
+    return f"::{kind} {','.join(properties)}::{escape_data(message)}"
+
+
+def render_github(decision: DecisionView, *, plan_file: str | None = None) -> str:
+    """One annotation per finding: ::error per violation, ::warning per warning, ::notice
+    per waived violation and for an allow."""
+    lines = []
+    if decision.outcome is Outcome.error:
+        lines.append(
+            _command(
+                "error",
+                "capgate error",
+                f"{decision.plan}: {decision.error} (decision {decision.id})",
+                plan_file,
+            )
+        )
+    for violation in decision.violations:
+        lines.append(
+            _command(
+                "error",
+                f"capgate {_rule_id(violation)}",
+                str(violation.get("message")),
+                plan_file,
+            )
+        )
+    for warning in decision.warnings:
+        rule_id, message = _warning_finding(warning)
+        title = "capgate warning" if rule_id == WARNING_RULE else f"capgate {rule_id}"
+        lines.append(_command("warning", title, message, plan_file))
+    for violation in decision.waived:
+        lines.append(
+            _command(
+                "notice",
+                f"capgate {_rule_id(violation)} waived",
+                f"{violation.get('message')} ({_waiver_text(violation)})",
+                plan_file,
+            )
+        )
+    if decision.outcome is Outcome.allow:
+        lines.append(_command("notice", "capgate ALLOW", decision.verdict(), plan_file))
+    return "\n".join(lines)
+
+
+# ---- SARIF 2.1.0 -------------------------------------------------------------------------
+
+
+def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str:
+    """A SARIF 2.1.0 log of one run: error per violation, warning per warning, note per
+    waived violation (with its waiver as an accepted external suppression)."""
+    common = {"decision": decision.id, "plan": decision.plan}
+    locations: list[dict[str, Any]] = [
+        {"logicalLocations": [{"name": decision.plan, "kind": "resource"}]}
+    ]
+    if plan_file:
+        locations[0]["physicalLocation"] = {"artifactLocation": {"uri": plan_file}}
+    results: list[dict[str, Any]] = []
+
+    def add(
+        rule_id: str, level: str, message: str, properties: dict[str, Any], **extra: Any
+    ) -> None:
+        results.append(
+            {
+                "ruleId": rule_id,
+                "level": level,
+                "message": {"text": message},
+                "locations": locations,
+                **extra,
+                "properties": {**common, **properties},
+            }
+        )
+
+    if decision.outcome is Outcome.error:
+        add(ERROR_RULE, "error", decision.error or "error", {})
+    for violation in decision.violations:
+        add(_rule_id(violation), "error", str(violation.get("message")), _numbers(violation))
+    for warning in decision.warnings:
+        rule_id, message = _warning_finding(warning)
+        add(rule_id, "warning", message, {})
+    for violation in decision.waived:
+        add(
+            _rule_id(violation),
+            "note",
+            str(violation.get("message")),
+            {
+                **_numbers(violation),
+                "waived_by": violation.get("waived_by"),
+                "waiver_owner": violation.get("waiver_owner"),
+                "waiver_expires_at": violation.get("waiver_expires_at"),
+            },
+            suppressions=[
+                {"kind": "external", "status": "accepted", "justification": _waiver_text(violation)}
+            ],
+        )
+
+    rule_ids = sorted({result["ruleId"] for result in results})
+    results = [
+        {"ruleId": result["ruleId"], "ruleIndex": rule_ids.index(result["ruleId"]), **result}
+        for result in results
+    ]
+    moment = decision.created_at
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    invocation: dict[str, Any] = {
+        "executionSuccessful": decision.outcome is not Outcome.error,
+        "endTimeUtc": moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    }
+    if decision.outcome is Outcome.error:
+        invocation["toolExecutionNotifications"] = [
+            {"level": "error", "message": {"text": decision.error or "error"}}
+        ]
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "capgate",
+                        "version": __version__,
+                        "rules": [_rule(rule_id) for rule_id in rule_ids],
+                    }
+                },
+                "invocations": [invocation],
+                "results": results,
+                "properties": {
+                    **common,
+                    "outcome": decision.outcome.value,
+                    "engine": decision.engine,
+                    "bundle_revision": decision.bundle_revision,
+                    "input_digest": decision.input_digest,
+                },
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False)
+
+
+def _numbers(violation: dict[str, Any]) -> dict[str, Any]:
+    """A violation's severity, and its numbers (details) when it has any."""
+    out: dict[str, Any] = {"severity": violation.get("severity")}
+    if violation.get("details"):
+        out["details"] = violation["details"]
+    return out
+
+
+def _rule(rule_id: str) -> dict[str, Any]:
+    if rule_id in _RULE_TEXT:
+        return {"id": rule_id, "shortDescription": {"text": _RULE_TEXT[rule_id]}}
+    policy, _, rule = rule_id.partition(".")
+    return {
+        "id": rule_id,
+        "shortDescription": {"text": f"capgate policy {policy}, rule {rule}"},
+        "properties": {"policy": policy, "rule": rule},
+    }

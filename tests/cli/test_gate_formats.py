@@ -1,0 +1,315 @@
+"""`gate check --format github|sarif|junit|text` renderers on decisions of every shape.
+
+The end-to-end runs (a real registry, a real process) are in test_gate_cli.py; here the
+decisions are built by hand to reach what the worked example never says: messages with
+newlines and percent signs, warnings of every kind, an evaluation error.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from registry.gate.formats import escape_data, escape_property, render_github, render_sarif
+from registry.gate.report import policy_warning, render_junit, render_text, warning_policy
+from registry.gate.views import DecisionView, Outcome
+
+POLICIES = ["drain_configured", "evidence_fresh", "tail_slo"]
+NOTE = "tail_slo.claims_pessimistic: class batch: the plan claims ttft_p99 900 ms, predicts 400"
+WAIVER_WARNING = (
+    "waiver drain-grace-exception@v1 (drain_configured, owner sre@example.com) expires in "
+    "10 days, at 2026-12-10T00:00:00+00:00"
+)
+STALE = "evidence old@v1 is stale: measured 120 days ago, past the maximum age of 90 days"
+
+
+def violation(policy: str, rule: str, message: str, **details: Any) -> dict[str, Any]:
+    return {
+        "policy": policy,
+        "rule": rule,
+        "severity": "high",
+        "message": message,
+        "details": details,
+    }
+
+
+def decision(outcome: Outcome = Outcome.deny, **fields: Any) -> DecisionView:
+    base: dict[str, Any] = {
+        "id": "3f1c8f5e-0000-4000-8000-000000000001",
+        "plan": "chat-assistant-prod@v2",
+        "outcome": outcome,
+        "engine": "embedded",
+        "bundle_revision": "sha256:" + "b" * 64,
+        "input_digest": "sha256:" + "d" * 64,
+        "inputs": {},
+        "violations": [],
+        "waived": [],
+        "waivers_used": [],
+        "warnings": [],
+        "error": None,
+        "principal": "ci",
+        "created_at": datetime(2026, 11, 30, 12, 0, tzinfo=UTC),
+        "needs_recheck": None,
+    }
+    return DecisionView.model_validate({**base, **fields})
+
+
+DENY = decision(
+    violations=[
+        violation(
+            "drain_configured",
+            "grace_too_short",
+            "grace 30 s < 50% of the\nstream tail, 60 s",
+            grace_s=30,
+            tail_s=60.5,
+        ),
+        violation("tail_slo", "ttft_p99_exceeded", "class interactive: 910 ms > 800 ms"),
+    ],
+    warnings=[NOTE, STALE],
+)
+WAIVED = decision(
+    Outcome.allow,
+    waived=[
+        {
+            **violation("drain_configured", "grace_too_short", "grace 30 s < 60 s"),
+            "waived_by": "drain-grace-exception@v1",
+            "waiver_owner": "sre@example.com",
+            "waiver_expires_at": "2026-12-10T00:00:00+00:00",
+        }
+    ],
+    waivers_used=["drain-grace-exception@v1"],
+    warnings=[WAIVER_WARNING],
+)
+ERROR = decision(Outcome.error, error="the policy engine is unreachable", warnings=[STALE])
+
+
+# ---- warnings: which policy they are about ----------------------------------------------
+
+
+def test_a_policy_note_names_its_policy_and_rule() -> None:
+    note = policy_warning(NOTE)
+    assert note is not None
+    assert (note.policy, note.rule) == ("tail_slo", "claims_pessimistic")
+    assert note.message.startswith("class batch: the plan claims")
+    assert warning_policy(NOTE, POLICIES) == "tail_slo"
+
+
+@pytest.mark.parametrize(
+    ("warning", "policy"),
+    [
+        (WAIVER_WARNING, "drain_configured"),
+        (
+            "waiver w@v1 for drain_configured was granted for p@v1, not p@v2: not applied",
+            "drain_configured",
+        ),
+        (STALE, None),  # a colon in free text does not make it a note
+        ("unknown_policy.rule: from a policy this bundle does not have", None),
+    ],
+)
+def test_free_text_warnings_belong_to_the_policy_they_name(
+    warning: str, policy: str | None
+) -> None:
+    assert warning_policy(warning, POLICIES) == policy
+
+
+def test_free_text_is_not_a_note() -> None:
+    assert policy_warning(STALE) is None
+    assert policy_warning(WAIVER_WARNING) is None
+
+
+# ---- GitHub Actions workflow commands ----------------------------------------------------
+
+
+def test_escaping_follows_github_rules() -> None:
+    assert escape_data("50% of\r\nthe tail: a, b") == "50%25 of%0D%0Athe tail: a, b"
+    assert escape_property("50% of\r\nthe tail: a, b") == "50%25 of%0D%0Athe tail%3A a%2C b"
+
+
+def test_github_deny_is_one_error_per_violation_and_one_warning_per_warning() -> None:
+    assert render_github(DENY).splitlines() == [
+        "::error title=capgate drain_configured.grace_too_short"
+        "::grace 30 s < 50%25 of the%0Astream tail, 60 s",
+        "::error title=capgate tail_slo.ttft_p99_exceeded::class interactive: 910 ms > 800 ms",
+        "::warning title=capgate tail_slo.claims_pessimistic"
+        "::class batch: the plan claims ttft_p99 900 ms, predicts 400",
+        f"::warning title=capgate warning::{STALE}",
+    ]
+
+
+def test_github_waived_is_a_notice_and_an_allow_says_so() -> None:
+    lines = render_github(WAIVED).splitlines()
+    assert lines == [
+        f"::warning title=capgate warning::{WAIVER_WARNING}",
+        "::notice title=capgate drain_configured.grace_too_short waived::grace 30 s < 60 s "
+        "(waiver drain-grace-exception@v1, owner sre@example.com, until 2026-12-10T00:00:00+00:00)",
+        f"::notice title=capgate ALLOW::{WAIVED.verdict()}",
+    ]
+
+
+def test_github_file_property_only_when_given_and_escaped() -> None:
+    assert "file=" not in render_github(DENY)
+    first = render_github(DENY, plan_file="deploy/a,b:c.yaml").splitlines()[0]
+    assert first.startswith("::error file=deploy/a%2Cb%3Ac.yaml,title=capgate drain_configured.")
+
+
+def test_github_error_outcome_is_an_error_annotation() -> None:
+    assert render_github(ERROR).splitlines() == [
+        "::error title=capgate error::chat-assistant-prod@v2: the policy engine is unreachable "
+        "(decision 3f1c8f5e-0000-4000-8000-000000000001)",
+        f"::warning title=capgate warning::{STALE}",
+    ]
+
+
+# ---- SARIF 2.1.0 -------------------------------------------------------------------------
+
+LEVELS = {"none", "note", "warning", "error"}
+
+
+def check_sarif(log: dict[str, Any]) -> None:
+    """What the SARIF 2.1.0 schema requires of the parts capgate writes.
+
+    The official schema is not available offline here (nor is jsonschema installed), so
+    its required properties and enumerations for these objects are checked one by one.
+    """
+    assert set(log) == {"$schema", "version", "runs"}
+    assert log["$schema"] == "https://json.schemastore.org/sarif-2.1.0.json"
+    assert log["version"] == "2.1.0"
+    assert isinstance(log["runs"], list) and len(log["runs"]) == 1
+    run = log["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "capgate"
+    ids = [rule["id"] for rule in driver["rules"]]
+    assert len(ids) == len(set(ids))
+    for rule in driver["rules"]:
+        assert isinstance(rule["shortDescription"]["text"], str)
+    for invocation in run["invocations"]:
+        assert isinstance(invocation["executionSuccessful"], bool)
+        assert invocation["endTimeUtc"].endswith("Z")
+        datetime.fromisoformat(invocation["endTimeUtc"])
+        for notification in invocation.get("toolExecutionNotifications", []):
+            assert notification["level"] in LEVELS
+            assert isinstance(notification["message"]["text"], str)
+    for result in run["results"]:
+        assert isinstance(result["message"]["text"], str)
+        assert result["level"] in LEVELS
+        assert ids[result["ruleIndex"]] == result["ruleId"]
+        for location in result["locations"]:
+            for logical in location.get("logicalLocations", []):
+                assert isinstance(logical["name"], str)
+            if "physicalLocation" in location:
+                assert isinstance(location["physicalLocation"]["artifactLocation"]["uri"], str)
+        for suppression in result.get("suppressions", []):
+            assert suppression["kind"] in {"inSource", "external"}
+            assert suppression["status"] in {"accepted", "underReview", "rejected"}
+        assert isinstance(result["properties"], dict)
+
+
+def test_sarif_deny_has_a_rule_per_policy_rule_and_an_error_per_violation() -> None:
+    log = json.loads(render_sarif(DENY))
+    check_sarif(log)
+    run = log["runs"][0]
+    assert [rule["id"] for rule in run["tool"]["driver"]["rules"]] == [
+        "drain_configured.grace_too_short",
+        "gate.warning",
+        "tail_slo.claims_pessimistic",
+        "tail_slo.ttft_p99_exceeded",
+    ]
+    assert [(r["ruleId"], r["level"], r["message"]["text"]) for r in run["results"]] == [
+        ("drain_configured.grace_too_short", "error", "grace 30 s < 50% of the\nstream tail, 60 s"),
+        ("tail_slo.ttft_p99_exceeded", "error", "class interactive: 910 ms > 800 ms"),
+        (
+            "tail_slo.claims_pessimistic",
+            "warning",
+            "class batch: the plan claims ttft_p99 900 ms, predicts 400",
+        ),
+        ("gate.warning", "warning", STALE),
+    ]
+    common = {"decision": DENY.id, "plan": "chat-assistant-prod@v2"}
+    assert run["results"][0]["properties"] == {
+        **common,
+        "severity": "high",
+        "details": {"grace_s": 30, "tail_s": 60.5},
+    }
+    assert run["results"][1]["properties"] == {**common, "severity": "high"}  # no numbers
+    assert run["results"][3]["properties"] == common
+    assert run["properties"]["outcome"] == "deny"
+    assert run["invocations"] == [
+        {"executionSuccessful": True, "endTimeUtc": "2026-11-30T12:00:00.000000Z"}
+    ]
+
+
+def test_sarif_waived_is_a_suppressed_note() -> None:
+    log = json.loads(render_sarif(WAIVED, plan_file="deploy/plan.yaml"))
+    check_sarif(log)
+    (waiver_warning, waived) = log["runs"][0]["results"]
+    assert (waiver_warning["ruleId"], waiver_warning["level"]) == ("gate.warning", "warning")
+    assert (waived["ruleId"], waived["level"]) == ("drain_configured.grace_too_short", "note")
+    assert waived["suppressions"] == [
+        {
+            "kind": "external",
+            "status": "accepted",
+            "justification": "waiver drain-grace-exception@v1, owner sre@example.com, "
+            "until 2026-12-10T00:00:00+00:00",
+        }
+    ]
+    assert waived["properties"]["waived_by"] == "drain-grace-exception@v1"
+    assert waived["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "deploy/plan.yaml"}
+    }
+
+
+def test_sarif_error_outcome_is_an_unsuccessful_run_with_an_error_result() -> None:
+    log = json.loads(render_sarif(ERROR))
+    check_sarif(log)
+    run = log["runs"][0]
+    assert run["invocations"][0]["executionSuccessful"] is False
+    assert run["invocations"][0]["toolExecutionNotifications"] == [
+        {"level": "error", "message": {"text": "the policy engine is unreachable"}}
+    ]
+    assert [(r["ruleId"], r["level"]) for r in run["results"]] == [
+        ("gate.error", "error"),
+        ("gate.warning", "warning"),
+    ]
+
+
+# ---- JUnit and text ----------------------------------------------------------------------
+
+
+def test_junit_puts_each_warning_in_its_policys_test_case() -> None:
+    suite = ET.fromstring(render_junit(DENY, POLICIES))
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert cases["tail_slo"].find("failure") is not None
+    assert cases["tail_slo"].findtext("system-out") == f"warning: {NOTE}"
+    assert cases["drain_configured"].find("system-out") is None
+    assert cases["evidence_fresh"].find("system-out") is None
+    warnings = [p.get("value") for p in suite.iter("property") if p.get("name") == "warning"]
+    assert warnings == [NOTE, STALE]  # the free-text one too, suite-wide
+    assert suite.findtext("system-err") == f"{NOTE}\n{STALE}"
+
+
+def test_junit_waived_and_waiver_warning_share_the_policys_output() -> None:
+    suite = ET.fromstring(render_junit(WAIVED, POLICIES))
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    out = cases["drain_configured"].findtext("system-out") or ""
+    waived_part, warning_part = out.split("\nwarning: ")
+    assert json.loads(waived_part.removeprefix("waived: "))[0]["waived_by"] == (
+        "drain-grace-exception@v1"
+    )
+    assert warning_part == WAIVER_WARNING
+
+
+def test_junit_error_outcome_shows_its_warnings_on_the_one_case() -> None:
+    suite = ET.fromstring(render_junit(ERROR, POLICIES))
+    (case,) = suite.iter("testcase")
+    assert case.find("error") is not None
+    assert case.findtext("system-out") == f"warning: {STALE}"
+
+
+def test_text_lists_every_warning() -> None:
+    lines = render_text(DENY).splitlines()
+    assert f"  warning: {NOTE}" in lines
+    assert f"  warning: {STALE}" in lines
