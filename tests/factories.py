@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -72,16 +73,27 @@ def import_example_evidence(
     plan: str | None = "chat-assistant-prod",
     run: int = 0,
     principal: str = "alice",
+    edit: Callable[[dict[str, Any]], None] | None = None,
 ) -> Any:
-    """Import the example's load test (both classes, run together) through the import path."""
+    """Import the example's load test (both classes, run together) through the import path.
+
+    ``edit`` changes each class's result file (its parsed JSON) before the import: the same
+    test run another way, as a user's own file would differ.
+    """
     from datetime import datetime
 
     from registry.importers.service import ImportFile, ImportOptions, import_files
 
+    def data(traffic_class: str) -> bytes:
+        raw = load_test_bytes(traffic_class, run)
+        if edit is None:
+            return raw
+        doc = json.loads(raw)
+        edit(doc)
+        return json.dumps(doc, indent=1).encode()
+
     files = [
-        ImportFile(
-            name=f"{c}.profile_export_aiperf.json", data=load_test_bytes(c, run), traffic_class=c
-        )
+        ImportFile(name=f"{c}.profile_export_aiperf.json", data=data(c), traffic_class=c)
         for c in ("interactive", "batch")
     ]
     options = ImportOptions(

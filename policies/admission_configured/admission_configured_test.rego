@@ -19,7 +19,7 @@ test_fail_class_admission_missing if {
 	inp := object.union(_input, {"workload": {"classes": {"batch": {"slo": {"queue_deadline_ms": 30000}}}}})
 	admission_configured.violations == {{
 		"policy": "admission_configured", "rule": "class_admission_missing", "severity": "high",
-		"message": "class batch has no admission settings (queue deadline, queue bound, shedding)",
+		"message": "class batch has no admission settings (queue deadline, queue bound, shedding): add admission.classes.batch",
 		"details": {"class": "batch"},
 	}} with input as inp
 }
@@ -27,7 +27,7 @@ test_fail_class_admission_missing if {
 test_fail_queue_deadline_missing if {
 	admission_configured.violations == {{
 		"policy": "admission_configured", "rule": "queue_deadline_missing", "severity": "high",
-		"message": "class interactive has no queue deadline (its SLO allows 2000 ms in queue)",
+		"message": "class interactive has no queue deadline: set admission.classes.interactive.queue_deadline_ms (its SLO allows 2000 ms in queue)",
 		"details": {"class": "interactive", "queue_deadline_ms": null, "slo_queue_deadline_ms": 2000},
 	}} with input as json.remove(_input, ["plan/admission/classes/interactive/queue_deadline_ms"])
 }
@@ -35,7 +35,7 @@ test_fail_queue_deadline_missing if {
 test_fail_queue_deadline_exceeds_slo if {
 	admission_configured.violations == {{
 		"policy": "admission_configured", "rule": "queue_deadline_exceeds_slo", "severity": "high",
-		"message": "class interactive: queue deadline 5000 ms is longer than the SLO's 2000 ms",
+		"message": "class interactive: admission.classes.interactive.queue_deadline_ms 5000 ms is longer than the SLO's 2000 ms",
 		"details": {"class": "interactive", "queue_deadline_ms": 5000, "slo_queue_deadline_ms": 2000},
 	}} with input as object.union(_input, {"plan": {"admission": {"classes": {"interactive": {"queue_deadline_ms": 5000}}}}})
 }
@@ -45,12 +45,12 @@ test_fail_unbounded_without_shedding if {
 	admission_configured.violations == {
 		{
 			"policy": "admission_configured", "rule": "queue_unbounded", "severity": "high",
-			"message": "class interactive: the queue has no bound",
+			"message": "class interactive: the queue has no bound; set admission.classes.interactive.max_queue_depth",
 			"details": {"class": "interactive", "max_queue_depth": -1},
 		},
 		{
 			"policy": "admission_configured", "rule": "shedding_disabled", "severity": "high",
-			"message": "class interactive: requests are not shed when the queue is full",
+			"message": "class interactive: requests are not shed when the queue is full; set admission.classes.interactive.shed_when_full: true",
 			"details": {"class": "interactive", "shed_when_full": false},
 		},
 	} with input as inp

@@ -70,6 +70,58 @@ _positive(x) if {
 }
 
 # METADATA
+# title: Enough samples for a p99
+# description: >-
+#   A measured prompt or output distribution rests on at least distribution_min_samples
+#   samples: a p99 from a few dozen requests is a guess (1000 samples leave 10 beyond it).
+# custom:
+#   severity: high
+#   guards: "checklist: prompt, output, concurrency and burst distributions are measured"
+violations contains v if {
+	some name, class in input.workload.classes
+	some distribution, field in _samples
+	samples := object.get(class, field, null)
+	_positive(samples)
+	samples < _thresholds.distribution_min_samples
+	v := result.violation(
+		_policy, "distribution_too_few_samples", "high",
+		sprintf(
+			"class %s: the %s distribution rests on %v samples, fewer than distribution_min_samples %v: its p99 is not measured",
+			[name, distribution, result.show(samples), result.show(_thresholds.distribution_min_samples)],
+		),
+		{"class": name, "distribution": distribution, "samples": samples, "min_samples": _thresholds.distribution_min_samples},
+	)
+}
+
+_quantiles := {"prompt_tokens": ["prompt_tokens_p50", "prompt_tokens_p99"], "output_tokens": ["output_tokens_p50", "output_tokens_p99"]}
+
+# METADATA
+# title: Distribution not collapsed
+# description: >-
+#   A measured prompt or output distribution has a p99 at least
+#   distribution_min_p99_over_p50 times its median: one value stated as p50 and p99 is a
+#   mean written as a distribution, and it hides the tail that drives queueing and KV use.
+# custom:
+#   severity: high
+#   guards: "failure mode: uniform prompts hide queue and cache behaviour"
+violations contains v if {
+	some name, class in input.workload.classes
+	some distribution, keys in _quantiles
+	class.measured[distribution] == true
+	p50 := class[keys[0]]
+	p99 := class[keys[1]]
+	p99 < p50 * _thresholds.distribution_min_p99_over_p50
+	v := result.violation(
+		_policy, "distribution_collapsed", "high",
+		sprintf(
+			"class %s: the measured %s distribution has p50 %v and p99 %v (p99 below distribution_min_p99_over_p50 %v times the median): a single value, not a measured distribution",
+			[name, distribution, result.show(p50), result.show(p99), result.show(_thresholds.distribution_min_p99_over_p50)],
+		),
+		{"class": name, "distribution": distribution, "p50": p50, "p99": p99, "min_p99_over_p50": _thresholds.distribution_min_p99_over_p50},
+	)
+}
+
+# METADATA
 # title: Trace named
 # description: The workload carries the digest of the trace its distributions came from.
 # custom:

@@ -6,6 +6,8 @@ _class := {
 	"measured": {"prompt_tokens": true, "output_tokens": true, "concurrency": true, "arrival": true},
 	"prompt_tokens_samples": 22310455,
 	"output_tokens_samples": 22310455,
+	"prompt_tokens_p50": 620, "prompt_tokens_p99": 6100,
+	"output_tokens_p50": 180, "output_tokens_p99": 1100,
 }
 
 _evidence := {"ref": "ev@v1", "fresh": true, "age_days": 6, "findings": {"prompt_tokens_cv": 1.31, "output_tokens_cv": 1.08}}
@@ -74,4 +76,29 @@ test_fail_trace_digest_missing if {
 		"message": "workload chat@v1 names no trace digest for its measured distributions",
 		"details": {"workload": "chat@v1", "trace_digest": null},
 	}} with input as object.union(_input, {"workload": {"trace_digest": null}})
+}
+
+test_fail_measured_from_forty_samples if {
+	inp := object.union(_input, {"workload": {"classes": {"interactive": object.union(_class, {"prompt_tokens_samples": 40})}}})
+	distributions_measured.violations == {{
+		"policy": "distributions_measured", "rule": "distribution_too_few_samples", "severity": "high",
+		"message": "class interactive: the prompt_tokens distribution rests on 40 samples, fewer than distribution_min_samples 1000: its p99 is not measured",
+		"details": {"class": "interactive", "distribution": "prompt_tokens", "samples": 40, "min_samples": 1000},
+	}} with input as inp
+}
+
+test_fail_collapsed_distribution if {
+	# The "measured" output lengths are one value stated twice: a mean, not a distribution.
+	collapsed := object.union(_class, {"output_tokens_p50": 256, "output_tokens_p99": 256})
+	inp := object.union(_input, {"workload": {"classes": {"interactive": collapsed}}})
+	{[v.rule, v.details.distribution, v.details.p99] | some v in distributions_measured.violations} == {["distribution_collapsed", "output_tokens", 256]} with input as inp
+}
+
+test_success_narrow_but_assumed_distribution_is_reported_as_assumed_only if {
+	collapsed := object.union(_class, {
+		"output_tokens_p50": 256, "output_tokens_p99": 256,
+		"measured": {"prompt_tokens": true, "output_tokens": false, "concurrency": true, "arrival": true},
+	})
+	inp := object.union(_input, {"workload": {"classes": {"interactive": collapsed}}})
+	{v.rule | some v in distributions_measured.violations} == {"distribution_not_measured"} with input as inp
 }

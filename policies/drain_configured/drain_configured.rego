@@ -63,7 +63,7 @@ violations contains v if {
 	not _declared
 	v := result.violation(
 		_policy, "drain_missing", "high",
-		"the plan declares no drain configuration",
+		"the plan declares no drain configuration: add a drain section (termination_grace_period_s, pre_stop, readiness_off_on_drain, disruption_budget)",
 		{"drain": null},
 	)
 }
@@ -82,7 +82,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "grace_period_too_short", "high",
 		sprintf(
-			"termination grace period %v s is shorter than the pre-stop sleep %v s plus the in-flight tail %v s (%v s)",
+			"drain.termination_grace_period_s %v s is shorter than drain.pre_stop.sleep_s %v s plus the in-flight tail %v s (%v s)",
 			[
 				result.show(object.get(_drain, "termination_grace_period_s", null)), result.show(_pre_stop_sleep_s),
 				result.show(_tail_s), result.show(_required_grace_s),
@@ -114,7 +114,7 @@ violations contains v if {
 	not _pre_stop_waits_for_idle
 	v := result.violation(
 		_policy, "pre_stop_not_draining", "high",
-		"no pre-stop hook waits for in-flight requests to finish",
+		"no pre-stop hook waits for in-flight requests to finish: set drain.pre_stop.wait_for_idle: true",
 		{"pre_stop": object.get(_drain, "pre_stop", null)},
 	)
 }
@@ -132,7 +132,7 @@ violations contains v if {
 	object.get(_drain, "readiness_off_on_drain", null) != true
 	v := result.violation(
 		_policy, "readiness_not_off_on_drain", "high",
-		"readiness does not turn off when a replica starts draining, so it keeps receiving requests",
+		"readiness does not turn off when a replica starts draining, so it keeps receiving requests: set drain.readiness_off_on_drain: true",
 		{"readiness_off_on_drain": object.get(_drain, "readiness_off_on_drain", null)},
 	)
 }
@@ -153,7 +153,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "scale_down_faster_than_drain", "high",
 		sprintf(
-			"scale-down stabilisation %v s is shorter than the termination grace period %v s",
+			"autoscaling.scale_down_stabilization_s %v s is shorter than drain.termination_grace_period_s %v s",
 			[result.show(_scale_down_s), result.show(_grace)],
 		),
 		{"scale_down_stabilization_s": _scale_down_s, "termination_grace_period_s": _grace},
@@ -171,7 +171,7 @@ violations contains v if {
 	not _has_disruption_budget
 	v := result.violation(
 		_policy, "disruption_budget_missing", "high",
-		"no pod disruption budget limits voluntary evictions",
+		"no pod disruption budget limits voluntary evictions: set drain.disruption_budget.max_unavailable",
 		{"disruption_budget": object.get(_drain, "disruption_budget", null)},
 	)
 }

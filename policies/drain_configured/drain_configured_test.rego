@@ -28,7 +28,7 @@ test_fail_grace_period_too_short if {
 		"policy": "drain_configured",
 		"rule": "grace_period_too_short",
 		"severity": "high",
-		"message": "termination grace period 30 s is shorter than the pre-stop sleep 10 s plus the in-flight tail 95.308 s (105.308 s)",
+		"message": "drain.termination_grace_period_s 30 s is shorter than drain.pre_stop.sleep_s 10 s plus the in-flight tail 95.308 s (105.308 s)",
 		"details": {
 			"termination_grace_period_s": 30, "pre_stop_sleep_s": 10, "evidence_e2e_p99_s": 88,
 			"longest_stream_s": 95.308, "required_s": 105.308,
@@ -58,22 +58,22 @@ test_fail_drain_hooks_missing if {
 	drain_configured.violations == {
 		{
 			"policy": "drain_configured", "rule": "pre_stop_not_draining", "severity": "high",
-			"message": "no pre-stop hook waits for in-flight requests to finish",
+			"message": "no pre-stop hook waits for in-flight requests to finish: set drain.pre_stop.wait_for_idle: true",
 			"details": {"pre_stop": null},
 		},
 		{
 			"policy": "drain_configured", "rule": "readiness_not_off_on_drain", "severity": "high",
-			"message": "readiness does not turn off when a replica starts draining, so it keeps receiving requests",
+			"message": "readiness does not turn off when a replica starts draining, so it keeps receiving requests: set drain.readiness_off_on_drain: true",
 			"details": {"readiness_off_on_drain": false},
 		},
 		{
 			"policy": "drain_configured", "rule": "scale_down_faster_than_drain", "severity": "high",
-			"message": "scale-down stabilisation 60 s is shorter than the termination grace period 300 s",
+			"message": "autoscaling.scale_down_stabilization_s 60 s is shorter than drain.termination_grace_period_s 300 s",
 			"details": {"scale_down_stabilization_s": 60, "termination_grace_period_s": 300},
 		},
 		{
 			"policy": "drain_configured", "rule": "disruption_budget_missing", "severity": "high",
-			"message": "no pod disruption budget limits voluntary evictions",
+			"message": "no pod disruption budget limits voluntary evictions: set drain.disruption_budget.max_unavailable",
 			"details": {"disruption_budget": null},
 		},
 	} with input as inp
@@ -88,7 +88,7 @@ test_fail_scale_down_default_window if {
 test_fail_drain_missing if {
 	drain_configured.violations == {{
 		"policy": "drain_configured", "rule": "drain_missing", "severity": "high",
-		"message": "the plan declares no drain configuration",
+		"message": "the plan declares no drain configuration: add a drain section (termination_grace_period_s, pre_stop, readiness_off_on_drain, disruption_budget)",
 		"details": {"drain": null},
 	}} with input as object.union(_input, {"plan": {"drain": null}})
 }

@@ -41,7 +41,7 @@ violations contains v if {
 	not _declared
 	v := result.violation(
 		_policy, "reserve_missing", "high",
-		"the plan declares no failure reserve",
+		"the plan declares no failure reserve: add reserve (worker_failures, zone_failures)",
 		{"reserve": null},
 	)
 }
@@ -59,7 +59,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "worker_reserve_missing", "high",
 		sprintf(
-			"the reserve covers %v worker failures; at least %v required",
+			"reserve.worker_failures is %v; at least %v required",
 			[result.show(declared), result.show(_thresholds.reserve_min_worker_failures)],
 		),
 		{"worker_failures": declared, "min_worker_failures": _thresholds.reserve_min_worker_failures},
@@ -79,7 +79,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "zone_reserve_missing", "high",
 		sprintf(
-			"the reserve covers %v zone failures; at least %v required",
+			"reserve.zone_failures is %v; at least %v required",
 			[result.show(declared), result.show(_thresholds.reserve_min_zone_failures)],
 		),
 		{"zone_failures": declared, "min_zone_failures": _thresholds.reserve_min_zone_failures},

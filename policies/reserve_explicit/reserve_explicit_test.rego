@@ -18,7 +18,7 @@ test_fail_zone_reserve_missing if {
 		"policy": "reserve_explicit",
 		"rule": "zone_reserve_missing",
 		"severity": "high",
-		"message": "the reserve covers 0 zone failures; at least 1 required",
+		"message": "reserve.zone_failures is 0; at least 1 required",
 		"details": {"zone_failures": 0, "min_zone_failures": 1},
 	}} with input as object.union(_input, {"plan": {"reserve": {"zone_failures": 0}}})
 }
@@ -28,7 +28,7 @@ test_fail_worker_reserve_absent_key if {
 		"policy": "reserve_explicit",
 		"rule": "worker_reserve_missing",
 		"severity": "high",
-		"message": "the reserve covers unknown worker failures; at least 1 required",
+		"message": "reserve.worker_failures is unknown; at least 1 required",
 		"details": {"worker_failures": null, "min_worker_failures": 1},
 	}} with input as json.remove(_input, ["plan/reserve/worker_failures"])
 }
@@ -38,7 +38,7 @@ test_fail_reserve_missing if {
 		"policy": "reserve_explicit",
 		"rule": "reserve_missing",
 		"severity": "high",
-		"message": "the plan declares no failure reserve",
+		"message": "the plan declares no failure reserve: add reserve (worker_failures, zone_failures)",
 		"details": {"reserve": null},
 	}} with input as object.union(_input, {"plan": {"reserve": null}})
 }

@@ -37,7 +37,7 @@ violations contains v if {
 	not _declared
 	v := result.violation(
 		_policy, "retry_policy_missing", "high",
-		"the plan declares no retry policy",
+		"the plan declares no retry policy: add admission.retry",
 		{"retry": null},
 	)
 }
@@ -53,7 +53,7 @@ violations contains v if {
 	not _at_most(_get("max_attempts"), _thresholds.retry_max_attempts)
 	v := result.violation(
 		_policy, "attempts_unbounded", "high",
-		sprintf("retry max_attempts is %v; at most %v allowed", [result.show(_get("max_attempts")), result.show(_thresholds.retry_max_attempts)]),
+		sprintf("admission.retry.max_attempts is %v; at most %v allowed", [result.show(_get("max_attempts")), result.show(_thresholds.retry_max_attempts)]),
 		{"max_attempts": _get("max_attempts"), "max_allowed": _thresholds.retry_max_attempts},
 	)
 }
@@ -70,7 +70,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "backoff_missing", "high",
 		sprintf(
-			"retries do not back off: initial %v ms, maximum %v ms",
+			"retries do not back off: admission.retry.backoff_initial_ms %v ms, backoff_max_ms %v ms",
 			[result.show(_get("backoff_initial_ms")), result.show(_get("backoff_max_ms"))],
 		),
 		{"backoff_initial_ms": _get("backoff_initial_ms"), "backoff_max_ms": _get("backoff_max_ms")},
@@ -95,7 +95,7 @@ violations contains v if {
 	_get("jitter") != true
 	v := result.violation(
 		_policy, "jitter_missing", "high",
-		"retries have no jitter",
+		"retries have no jitter: set admission.retry.jitter: true",
 		{"jitter": _get("jitter")},
 	)
 }
@@ -112,7 +112,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "retry_budget_unbounded", "high",
 		sprintf(
-			"retry budget ratio is %v; at most %v allowed",
+			"admission.retry.retry_budget_ratio is %v; at most %v allowed",
 			[result.show(_get("retry_budget_ratio")), result.show(_thresholds.retry_max_budget_ratio)],
 		),
 		{"retry_budget_ratio": _get("retry_budget_ratio"), "max_allowed": _thresholds.retry_max_budget_ratio},

@@ -17,6 +17,7 @@
 package capgate.policies.tail_slo
 
 import data.capgate.lib.evidence
+import data.capgate.lib.representative
 import data.capgate.lib.result
 
 _policy := "tail_slo"
@@ -53,9 +54,54 @@ _too_many_errors(e) if e.error_rate > _thresholds.evidence_max_error_rate
 _at_peak := [e |
 	some e in _at_peak_rate
 	not _too_many_errors(e)
+	representative.represents(e.ref)
+]
+
+# Tests at peak without errors that measured another workload (lib/representative).
+_unrepresentative := [e |
+	some e in _at_peak_rate
+	not _too_many_errors(e)
+	not representative.represents(e.ref)
 ]
 
 _slo_declared(class, slo_key) if is_number(class.slo[slo_key])
+
+# What the recomputation's step times rest on, for messages about its predictions: a deny
+# caused by the recomputation names whether calibration moved it.
+_calibration := input.recomputation.calibration
+
+_calibration_text := sprintf(
+	"the step-time model is calibrated on %d load test(s) (MBU %v, MFU %v)",
+	[count(_calibration.source_evidence), result.show(_calibration.mbu), result.show(_calibration.mfu)],
+) if {
+	_calibration.fitted == true
+} else := sprintf(
+	"the step-time model uses default efficiencies (MBU %v, MFU %v): no fresh load test on this accelerator calibrated it",
+	[result.show(_calibration.mbu), result.show(_calibration.mfu)],
+) if {
+	is_object(_calibration)
+} else := "the calibration is unknown"
+
+_change := input.recomputation.calibration_changed
+
+_calibration_change_text := sprintf(
+	"; the calibration changed since the plan's decision %s (MBU %v -> %v, MFU %v -> %v): the prediction moved, not the plan",
+	[_change.decision, result.show(_change.previous.mbu), result.show(_calibration.mbu), result.show(_change.previous.mfu), result.show(_calibration.mfu)],
+) if {
+	is_object(_change)
+} else := ""
+
+_recomputation_basis := sprintf("%s%s", [_calibration_text, _calibration_change_text])
+
+# The serving settings a recomputed miss turns on: batch cap and KV room per replica.
+_serving_text := sprintf(
+	"serving.max_num_seqs %v, KV cache for %v requests at the p99 context with serving.gpu_memory_utilization %v",
+	[
+		result.show(object.get(input.plan, ["serving", "max_num_seqs"], null)),
+		result.show(object.get(input.recomputation, ["memory", "kv_concurrency_at_p99_context"], null)),
+		result.show(object.get(input.plan, ["serving", "gpu_memory_utilization"], null)),
+	],
+)
 
 _measured_at_peak(class, metric) if {
 	some e in _at_peak
@@ -110,10 +156,15 @@ violations contains v if {
 	v := result.violation(
 		_policy, "no_evidence_at_peak", "high",
 		sprintf(
-			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica (with the largest zone lost) without failures (%d fresh evidence; %d declared by hand, not counted)",
-			[result.show(_peak_rps), count(fresh), count(declared)],
+			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica (with the largest zone lost) without failures that represents the workload (%d fresh evidence; %d declared by hand and %d not representative, not counted)",
+			[result.show(_peak_rps), count(fresh), count(declared), count(_unrepresentative)],
 		),
-		{"peak_rps_per_replica": _peak_rps, "fresh_evidence": fresh, "declared_evidence": declared},
+		{
+			"peak_rps_per_replica": _peak_rps,
+			"fresh_evidence": fresh,
+			"declared_evidence": declared,
+			"unrepresentative_evidence": [e.ref | some e in _unrepresentative],
+		},
 	)
 }
 
@@ -141,6 +192,70 @@ violations contains v if {
 			"failed": e.failed,
 			"completed": e.completed,
 			"max_error_rate": _thresholds.evidence_max_error_rate,
+		},
+	)
+}
+
+# METADATA
+# title: Evidence represents the workload
+# description: >-
+#   A fresh test at peak whose arrivals are smoother than the workload's bursts, or whose
+#   prompts fall short of the workload's long prompts, does not support the plan (see
+#   lib/representative for the thresholds). When no other test at peak does, each gap is a
+#   violation naming the evidence, its figure and the threshold; otherwise a note.
+# custom:
+#   severity: high
+#   guards: "failure mode: uniform prompts and smooth arrivals hide queueing and KV-cache behaviour"
+violations contains v if {
+	count(_at_peak) == 0
+	some e in _unrepresentative
+	some gap in representative.gaps
+	gap.evidence == e.ref
+	v := result.violation(_policy, "evidence_not_representative", "high", gap.message, object.remove(gap, ["message"]))
+}
+
+# METADATA
+# title: Unrepresentative evidence beside representative evidence
+# description: A gap of a test at peak is a note while another fresh test at peak has none.
+# custom:
+#   severity: info
+notes contains n if {
+	count(_at_peak) > 0
+	some e in _unrepresentative
+	some gap in representative.gaps
+	gap.evidence == e.ref
+	n := result.violation(_policy, "evidence_not_representative", "info", gap.message, object.remove(gap, ["message"]))
+}
+
+# METADATA
+# title: Requests fit the model length
+# description: >-
+#   At most context_max_rejected_share of a class's requests are longer (prompt + output)
+#   than the plan's serving.max_model_len: vLLM rejects longer requests, and a rejected
+#   request misses every SLO.
+# custom:
+#   severity: high
+#   guards: "method: size to tail objectives (requests the plan cannot serve are failures)"
+violations contains v if {
+	some name, fit in input.recomputation.context_fit
+	fit.rejected_share > _thresholds.context_max_rejected_share
+	v := result.violation(
+		_policy, "requests_exceed_max_model_len", "high",
+		sprintf(
+			"class %s: %v of requests need more than serving.max_model_len = %v tokens (p99 prompt + output %v), over the %v the SLO allows; vLLM rejects them: raise serving.max_model_len to at least %v",
+			[
+				name, result.show(fit.rejected_share), result.show(fit.max_model_len),
+				result.show(fit.p99_context_tokens), result.show(_thresholds.context_max_rejected_share),
+				result.show(ceil(fit.p99_context_tokens)),
+			],
+		),
+		{
+			"class": name,
+			"field": "serving.max_model_len",
+			"max_model_len": fit.max_model_len,
+			"p99_context_tokens": fit.p99_context_tokens,
+			"rejected_share": fit.rejected_share,
+			"max_rejected_share": _thresholds.context_max_rejected_share,
 		},
 	)
 }
@@ -231,8 +346,8 @@ violations contains v if {
 	v := result.violation(
 		_policy, "recomputation_slo_missed", "high",
 		sprintf(
-			"recomputed peak: class %s %s is %v ms, over the SLO of %v ms",
-			[name, metric, result.show(predicted), result.show(slo)],
+			"recomputed peak: class %s %s is %v ms, over the SLO of %v ms at %v ready replicas (%s); %s",
+			[name, metric, result.show(predicted), result.show(slo), result.show(input.recomputation.scenarios.peak.ready_replicas), _serving_text, _recomputation_basis],
 		),
 		{
 			"class": name,
@@ -298,11 +413,11 @@ violations contains v if {
 	v := result.violation(
 		_policy, "claims_disagree", "high",
 		sprintf(
-			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v): the plan promises more than the recomputation; raise claims.per_class.%s.%s or change the plan",
+			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v): the plan promises more than the recomputation; raise claims.per_class.%s.%s or change the plan (%s)",
 			[
 				name, metric, result.show(check.claimed), result.show(check.predicted),
 				result.show(check.relative_error), result.show(_thresholds.claims_max_relative_error),
-				name, metric,
+				name, metric, _recomputation_basis,
 			],
 		),
 		{
@@ -315,6 +430,31 @@ violations contains v if {
 		},
 	)
 }
+
+# METADATA
+# title: Claims stated
+# description: >-
+#   The plan claims each class's p99 TTFT, TPOT and end-to-end latency
+#   (plan.claims.per_class): a plan that claims nothing cannot be held to its claims.
+# custom:
+#   severity: high
+#   guards: "method: claim, representative test, production signal, decision gate"
+violations contains v if {
+	some name, _ in input.workload.classes
+	some metric in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms"]
+	not _claimed(name, metric)
+	predicted := object.get(input.recomputation.scenarios.peak.per_class, [name, metric], null)
+	v := result.violation(
+		_policy, "claims_missing", "high",
+		sprintf(
+			"class %s: the plan claims no %s; state claims.per_class.%s.%s (the recomputation predicts %v ms at peak)",
+			[name, metric, name, metric, result.show(predicted)],
+		),
+		{"class": name, "metric": metric, "field": sprintf("claims.per_class.%s.%s", [name, metric]), "predicted": predicted},
+	)
+}
+
+_claimed(name, metric) if is_number(input.plan.claims.per_class[name][metric])
 
 # METADATA
 # title: Conservative claims

@@ -4,7 +4,10 @@ import data.capgate.policies.tail_slo
 
 _slo := {"ttft_p99_ms": 1500, "tpot_p99_ms": 60, "e2e_p99_ms": 75000, "queue_deadline_ms": 2000}
 
-_measured := {"ttft_p99_ms": 1120, "tpot_p99_ms": 47, "e2e_p99_ms": 41200, "queue_p99_ms": 690}
+_measured := {
+	"ttft_p99_ms": 1120, "tpot_p99_ms": 47, "e2e_p99_ms": 41200, "queue_p99_ms": 690,
+	"prompt_tokens_p99": 6100,
+}
 
 _predicted := {
 	"ttft_p99_ms": 880, "tpot_p99_ms": 36.8, "e2e_p99_ms": 34400, "queue_p99_ms": 480,
@@ -14,16 +17,18 @@ _predicted := {
 _evidence := {
 	"ref": "ev@v1", "fresh": true, "age_days": 6, "offered_rps_per_replica": 9.6,
 	"entry": "imported", "completed": 5700, "failed": 0, "error_rate": 0,
-	"per_class": {"interactive": _measured},
+	"arrival_cv": 1.581, "classes": ["interactive"], "per_class": {"interactive": _measured},
 }
 
 _input := {
-	"workload": {"classes": {"interactive": {"slo": _slo}}},
+	"workload": {"classes": {"interactive": {"slo": _slo, "interarrival_cv": 1.6, "prompt_tokens_p99": 6100}}},
+	"plan": {"claims": {"per_class": {"interactive": {"ttft_p99_ms": 1200, "tpot_p99_ms": 40, "e2e_p99_ms": 36000}}}},
 	"evidence": [_evidence],
 	"recomputation": {
 		"peak_rps_per_replica": 5.5,
 		"scenarios": {"peak": {"ready_replicas": 9, "per_class": {"interactive": _predicted}}},
 		"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 1200, "predicted": 1100, "relative_error": 0.09}}},
+		"calibration": {"fitted": false, "source_evidence": [], "mbu": 0.6, "mfu": 0.45, "fit_error": null},
 	},
 }
 
@@ -67,10 +72,10 @@ test_fail_no_evidence_at_peak if {
 		"policy": "tail_slo",
 		"rule": "no_evidence_at_peak",
 		"severity": "high",
-		"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica (with the largest zone lost) without failures (1 fresh evidence; 0 declared by hand, not counted)",
+		"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica (with the largest zone lost) without failures that represents the workload (1 fresh evidence; 0 declared by hand and 0 not representative, not counted)",
 		"details": {
 			"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 4}],
-			"declared_evidence": [],
+			"declared_evidence": [], "unrepresentative_evidence": [],
 		},
 	}} with input as _with({"evidence": [ev]})
 }
@@ -107,10 +112,10 @@ test_fail_failed_requests_are_not_fast if {
 		},
 		{
 			"policy": "tail_slo", "rule": "no_evidence_at_peak", "severity": "high",
-			"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica (with the largest zone lost) without failures (1 fresh evidence; 0 declared by hand, not counted)",
+			"message": "no fresh imported load-test evidence at or above the peak of 5.5 requests/s per ready replica (with the largest zone lost) without failures that represents the workload (1 fresh evidence; 0 declared by hand and 0 not representative, not counted)",
 			"details": {
 				"peak_rps_per_replica": 5.5, "fresh_evidence": [{"evidence": "ev@v1", "offered_rps_per_replica": 9.6}],
-				"declared_evidence": [],
+				"declared_evidence": [], "unrepresentative_evidence": [],
 			},
 		},
 	} with input as _with({"evidence": [failing]})
@@ -164,7 +169,7 @@ test_fail_recomputation_slo_missed if {
 		"policy": "tail_slo",
 		"rule": "recomputation_slo_missed",
 		"severity": "high",
-		"message": "recomputed peak: class interactive tpot_p99_ms is 61.25 ms, over the SLO of 60 ms",
+		"message": "recomputed peak: class interactive tpot_p99_ms is 61.25 ms, over the SLO of 60 ms at 9 ready replicas (serving.max_num_seqs unknown, KV cache for unknown requests at the p99 context with serving.gpu_memory_utilization unknown); the step-time model uses default efficiencies (MBU 0.6, MFU 0.45): no fresh load test on this accelerator calibrated it",
 		"details": {"class": "interactive", "metric": "tpot_p99_ms", "predicted_ms": 61.25, "slo_ms": 60, "ready_replicas": 9},
 	}} with input as _with(patch)
 }
@@ -197,7 +202,7 @@ test_fail_claims_disagree if {
 		"policy": "tail_slo",
 		"rule": "claims_disagree",
 		"severity": "high",
-		"message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan",
+		"message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan (the step-time model uses default efficiencies (MBU 0.6, MFU 0.45): no fresh load test on this accelerator calibrated it)",
 		"details": {
 			"class": "interactive", "metric": "ttft_p99_ms", "claimed": 600, "predicted": 1100,
 			"relative_error": 0.45454545454545453, "max_relative_error": 0.2,
@@ -245,4 +250,65 @@ test_fail_no_sizing_meets_slo if {
 test_fail_null_prediction_is_a_miss if {
 	patch := {"recomputation": {"scenarios": {"peak": {"per_class": {"interactive": {"ttft_p99_ms": null, "tpot_p99_ms": null, "e2e_p99_ms": null, "queue_p99_ms": null, "shed_rate": 1, "slo_met": false}}}}}}
 	{v.rule | some v in tail_slo.violations} == {"recomputation_flags_miss"} with input as _with(patch)
+}
+
+test_fail_constant_rate_test_for_bursty_workload if {
+	# Evenly spaced arrivals (CV 0) against a workload whose bursts have CV 1.6.
+	ev := object.union(_evidence, {"arrival_cv": 0})
+	{[v.rule, v.details.evidence, v.details.check, v.details.required] |
+		some v in tail_slo.violations
+		v.rule == "evidence_not_representative"
+	} == {["evidence_not_representative", "ev@v1", "arrival", 0.8]} with input as _with({"evidence": [ev]})
+	"no_evidence_at_peak" in {v.rule | some v in tail_slo.violations} with input as _with({"evidence": [ev]})
+}
+
+test_fail_unknown_arrival_process if {
+	ev := json.remove(_evidence, ["arrival_cv"])
+	{v.details.check | some v in tail_slo.violations; v.rule == "evidence_not_representative"} == {"arrival"} with input as _with({"evidence": [ev]})
+}
+
+test_fail_short_prompts_only if {
+	# The test's prompts reach p99 1200 tokens; the workload's p99 is 6100 (half: 3050).
+	ev := object.union(_evidence, {"per_class": {"interactive": {"prompt_tokens_p99": 1200}}})
+	[v.message | some v in tail_slo.violations; v.rule == "evidence_not_representative"] == ["evidence ev@v1: class interactive was offered prompts with a p99 of 1200 tokens, below 3050 (evidence_min_prompt_p99_share 0.5 of the workload's p99 of 6100; unknown when the file states no prompt lengths): the workload's long prompts were never exercised"] with input as _with({"evidence": [ev]})
+}
+
+test_success_unrepresentative_beside_representative_is_a_note if {
+	short := object.union(_evidence, {"ref": "micro@v1", "arrival_cv": 0, "per_class": {"interactive": {"prompt_tokens_p99": 512}}})
+	inp := _with({"evidence": [_evidence, short]})
+	tail_slo.violations == set() with input as inp
+	{[n.rule, n.details.check] | some n in tail_slo.notes} == {["evidence_not_representative", "arrival"], ["evidence_not_representative", "prompt_length"]} with input as inp
+}
+
+test_fail_requests_longer_than_max_model_len if {
+	fit := {"interactive": {"max_model_len": 4096, "p99_context_tokens": 7200, "rejected_share": 0.062}}
+	inp := _with({"recomputation": {"context_fit": fit}})
+	[v.message | some v in tail_slo.violations] == ["class interactive: 0.062 of requests need more than serving.max_model_len = 4096 tokens (p99 prompt + output 7200), over the 0.01 the SLO allows; vLLM rejects them: raise serving.max_model_len to at least 7200"] with input as inp
+}
+
+test_success_rare_long_requests_within_share if {
+	fit := {"interactive": {"max_model_len": 16384, "p99_context_tokens": 7200, "rejected_share": 0.00005}}
+	tail_slo.violations == set() with input as _with({"recomputation": {"context_fit": fit}})
+}
+
+test_fail_plan_without_claims if {
+	inp := json.remove(_input, ["plan/claims/per_class/interactive"])
+	{[v.rule, v.details.metric, v.details.predicted] | some v in tail_slo.violations} == {
+		["claims_missing", "ttft_p99_ms", 880],
+		["claims_missing", "tpot_p99_ms", 36.8],
+		["claims_missing", "e2e_p99_ms", 34400],
+	} with input as inp
+}
+
+test_fail_claims_disagree_after_calibration_changed if {
+	# The plan did not change; a new load test recalibrated the step-time model.
+	patch := {"recomputation": {
+		"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 600, "predicted": 1100, "relative_error": 0.4545}}},
+		"calibration": {"fitted": true, "source_evidence": ["ev@v2"], "mbu": 0.48, "mfu": 0.41, "fit_error": 0.08},
+		"calibration_changed": {
+			"decision": "d-1",
+			"previous": {"fitted": false, "source_evidence": [], "mbu": 0.6, "mfu": 0.45, "fit_error": null},
+		},
+	}}
+	[v.message | some v in tail_slo.violations] == ["class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan (the step-time model is calibrated on 1 load test(s) (MBU 0.48, MFU 0.41); the calibration changed since the plan's decision d-1 (MBU 0.6 -> 0.48, MFU 0.45 -> 0.41): the prediction moved, not the plan)"] with input as _with(patch)
 }

@@ -15,6 +15,7 @@
 #   guards: "failure mode: cold replicas are counted as ready capacity"
 package capgate.policies.warm_replica_exclusion
 
+import data.capgate.lib.evidence
 import data.capgate.lib.result
 
 _policy := "warm_replica_exclusion"
@@ -58,7 +59,7 @@ violations contains v if {
 	not _declared
 	v := result.violation(
 		_policy, "warmup_missing", "high",
-		"the plan declares no warm-up handling",
+		"the plan declares no warm-up handling: add warmup (startup_probe_budget_s, readiness_requires_model_loaded, count_warming_as_capacity: false)",
 		{"warmup": null},
 	)
 }
@@ -75,7 +76,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "warming_counted_as_capacity", "high",
 		sprintf(
-			"the plan counts warming replicas as capacity, but a replica takes %v s to warm",
+			"warmup.count_warming_as_capacity is not false: the plan counts warming replicas as capacity, but a replica takes %v s to warm",
 			[result.show(input.provider.warmup_s)],
 		),
 		{
@@ -96,7 +97,7 @@ violations contains v if {
 	object.get(_warmup, "readiness_requires_model_loaded", null) != true
 	v := result.violation(
 		_policy, "readiness_not_gated_on_model", "high",
-		"readiness does not wait for the model to be loaded",
+		"readiness does not wait for the model to be loaded: set warmup.readiness_requires_model_loaded: true",
 		{"readiness_requires_model_loaded": object.get(_warmup, "readiness_requires_model_loaded", null)},
 	)
 }
@@ -113,7 +114,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "startup_probe_too_short", "high",
 		sprintf(
-			"the startup probe budget %v s is shorter than the measured warm-up of %v s",
+			"warmup.startup_probe_budget_s %v s is shorter than the measured warm-up of %v s",
 			[result.show(object.get(_warmup, "startup_probe_budget_s", null)), result.show(input.provider.warmup_s)],
 		),
 		{
@@ -142,7 +143,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "min_replicas_below_ready_floor", "high",
 		sprintf(
-			"the replica floor %v is below the %v ready replicas needed at peak plus a reserve of %v (%v)",
+			"the replica floor %v (autoscaling.min_replicas, or the total of replicas_per_zone without autoscaling) is below the %v ready replicas needed at peak plus a reserve of %v (%v)",
 			[result.show(_floor), result.show(_min_ready), result.show(_reserve_replicas), result.show(_required_floor)],
 		),
 		{
@@ -174,7 +175,7 @@ violations contains v if {
 	v := result.violation(
 		_policy, "warmup_headroom_missing", "high",
 		sprintf(
-			"the plan runs %v replicas; %v ready at peak plus %v headroom for one warm-up needs %v",
+			"the plan runs %v replicas (replicas_per_zone); %v ready at peak plus %v headroom for one warm-up needs %v",
 			[
 				result.show(input.plan.total_replicas), result.show(_min_ready),
 				result.show(input.recomputation.warmup_headroom_replicas), result.show(required),
@@ -185,6 +186,38 @@ violations contains v if {
 			"min_ready_replicas_at_peak": _min_ready,
 			"warmup_headroom_replicas": input.recomputation.warmup_headroom_replicas,
 			"required_replicas": required,
+		},
+	)
+}
+
+_fresh := evidence.fresh(input.evidence, data.capgate.thresholds.evidence_max_age_days)
+
+_warmup_allowed := input.provider.warmup_s * (1 + data.capgate.thresholds.warmup_measured_max_excess)
+
+# METADATA
+# title: Measured warm-up within the stated one
+# description: >-
+#   A fresh load test that measured a replica's cold start (evidence.warmup_s) took no
+#   longer than the provider's stated warmup_s plus warmup_measured_max_excess of it:
+#   every warm-up figure above (startup probe, headroom) rests on the stated one.
+# custom:
+#   severity: high
+#   guards: "failure mode: cold replicas are counted as ready capacity"
+violations contains v if {
+	some e in _fresh
+	is_number(e.warmup_s)
+	e.warmup_s > _warmup_allowed
+	v := result.violation(
+		_policy, "measured_warmup_exceeds_stated", "high",
+		sprintf(
+			"evidence %s measured a warm-up of %v s, longer than the provider's stated %v s (plus warmup_measured_max_excess %v): correct the provider's warmup.cold_start_to_ready_s",
+			[e.ref, result.show(e.warmup_s), result.show(input.provider.warmup_s), result.show(data.capgate.thresholds.warmup_measured_max_excess)],
+		),
+		{
+			"evidence": e.ref,
+			"measured_warmup_s": e.warmup_s,
+			"stated_warmup_s": input.provider.warmup_s,
+			"max_excess": data.capgate.thresholds.warmup_measured_max_excess,
 		},
 	)
 }

@@ -26,7 +26,7 @@ test_fail_warming_counted_as_capacity if {
 	inp := object.union(_input, {"plan": {"warmup": {"count_warming_as_capacity": true}}, "provider": {"warmup_s": 360}})
 	warm_replica_exclusion.violations == {{
 		"policy": "warm_replica_exclusion", "rule": "warming_counted_as_capacity", "severity": "high",
-		"message": "the plan counts warming replicas as capacity, but a replica takes 360 s to warm",
+		"message": "warmup.count_warming_as_capacity is not false: the plan counts warming replicas as capacity, but a replica takes 360 s to warm",
 		"details": {"count_warming_as_capacity": true, "warmup_s": 360},
 	}} with input as inp
 }
@@ -35,7 +35,7 @@ test_fail_readiness_not_gated if {
 	inp := json.remove(_input, ["plan/warmup/readiness_requires_model_loaded"])
 	warm_replica_exclusion.violations == {{
 		"policy": "warm_replica_exclusion", "rule": "readiness_not_gated_on_model", "severity": "high",
-		"message": "readiness does not wait for the model to be loaded",
+		"message": "readiness does not wait for the model to be loaded: set warmup.readiness_requires_model_loaded: true",
 		"details": {"readiness_requires_model_loaded": null},
 	}} with input as inp
 }
@@ -43,7 +43,7 @@ test_fail_readiness_not_gated if {
 test_fail_startup_probe_too_short if {
 	warm_replica_exclusion.violations == {{
 		"policy": "warm_replica_exclusion", "rule": "startup_probe_too_short", "severity": "high",
-		"message": "the startup probe budget 120 s is shorter than the measured warm-up of 240 s",
+		"message": "warmup.startup_probe_budget_s 120 s is shorter than the measured warm-up of 240 s",
 		"details": {"startup_probe_budget_s": 120, "warmup_s": 240},
 	}} with input as object.union(_input, {"plan": {"warmup": {"startup_probe_budget_s": 120}}})
 }
@@ -51,7 +51,7 @@ test_fail_startup_probe_too_short if {
 test_fail_min_replicas_below_floor if {
 	warm_replica_exclusion.violations == {{
 		"policy": "warm_replica_exclusion", "rule": "min_replicas_below_ready_floor", "severity": "high",
-		"message": "the replica floor 6 is below the 6 ready replicas needed at peak plus a reserve of 3 (9)",
+		"message": "the replica floor 6 (autoscaling.min_replicas, or the total of replicas_per_zone without autoscaling) is below the 6 ready replicas needed at peak plus a reserve of 3 (9)",
 		"details": {
 			"min_replicas": 6, "min_ready_replicas_at_peak": 6, "declared_reserve_replicas": 3,
 			"largest_zone_replicas": 3, "required_min_replicas": 9,
@@ -81,7 +81,7 @@ test_fail_warmup_headroom_missing if {
 	inp := object.union(_input, {"plan": {"total_replicas": 9}, "recomputation": {"warmup_headroom_replicas": 4}})
 	warm_replica_exclusion.violations == {{
 		"policy": "warm_replica_exclusion", "rule": "warmup_headroom_missing", "severity": "high",
-		"message": "the plan runs 9 replicas; 6 ready at peak plus 4 headroom for one warm-up needs 10",
+		"message": "the plan runs 9 replicas (replicas_per_zone); 6 ready at peak plus 4 headroom for one warm-up needs 10",
 		"details": {"total_replicas": 9, "min_ready_replicas_at_peak": 6, "warmup_headroom_replicas": 4, "required_replicas": 10},
 	}} with input as inp
 }
@@ -89,7 +89,7 @@ test_fail_warmup_headroom_missing if {
 test_fail_warmup_missing if {
 	warm_replica_exclusion.violations == {{
 		"policy": "warm_replica_exclusion", "rule": "warmup_missing", "severity": "high",
-		"message": "the plan declares no warm-up handling",
+		"message": "the plan declares no warm-up handling: add warmup (startup_probe_budget_s, readiness_requires_model_loaded, count_warming_as_capacity: false)",
 		"details": {"warmup": null},
 	}} with input as object.union(_input, {"plan": {"warmup": null}})
 }
@@ -97,4 +97,15 @@ test_fail_warmup_missing if {
 # Without a sizing the floors cannot be computed: tail_slo reports it, this stays silent.
 test_success_no_sizing_leaves_floors_to_tail_slo if {
 	warm_replica_exclusion.violations == set() with input as object.union(_input, {"recomputation": {"min_ready_replicas_at_peak": null}})
+}
+
+test_fail_measured_warmup_longer_than_stated if {
+	ev := {"ref": "ev@v1", "fresh": true, "age_days": 3, "warmup_s": 410}
+	inp := object.union(_input, {"evidence": [ev]})
+	[[v.rule, v.details.measured_warmup_s, v.details.stated_warmup_s] | some v in warm_replica_exclusion.violations] == [["measured_warmup_exceeds_stated", 410, 240]] with input as inp
+}
+
+test_success_measured_warmup_within_stated if {
+	ev := {"ref": "ev@v1", "fresh": true, "age_days": 3, "warmup_s": 250}
+	warm_replica_exclusion.violations == set() with input as object.union(_input, {"evidence": [ev]})
 }

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from registry.gate.context import EvidenceItem, PlanContext
 from registry.gate.input_document import (
+    CalibrationChange,
+    CalibrationInput,
     ClaimCheck,
+    ContextFitInput,
     EvidenceClassInput,
     EvidenceFindings,
     EvidenceInput,
     GateInput,
     MeasuredFlags,
+    MemoryInput,
     PlanInput,
     PredictedClass,
     ProviderInput,
@@ -21,6 +26,7 @@ from registry.gate.input_document import (
     WorkloadInput,
 )
 from registry.planner.result import PlanRecomputation
+from registry.planner.sampling import quantile_of
 from registry.records.common import Basis, Distribution
 from registry.records.evidence import ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
@@ -54,7 +60,22 @@ def _workload_class(traffic_class: TrafficClass) -> WorkloadClassInput:
         ),
         prompt_tokens_samples=traffic_class.prompt_tokens.samples,
         output_tokens_samples=traffic_class.output_tokens.samples,
+        prompt_tokens_p50=_q(traffic_class.prompt_tokens, 50),
+        prompt_tokens_p99=_q(traffic_class.prompt_tokens, 99),
+        output_tokens_p50=_q(traffic_class.output_tokens, 50),
+        output_tokens_p99=_q(traffic_class.output_tokens, 99),
     )
+
+
+def _q(distribution: Distribution, level: float) -> float:
+    return round(quantile_of(distribution, level), 3)
+
+
+def _arrival_cv(offered: Offered) -> float | None:
+    """Gamma arrivals of shape k have inter-arrival CV 1/sqrt(k) (Poisson: k = 1, CV 1)."""
+    if offered.burstiness is None:
+        return None
+    return round(1.0 / math.sqrt(offered.burstiness), 3)
 
 
 def _length_cv(distribution: Distribution | None) -> float | None:
@@ -118,6 +139,15 @@ def _rate_per_replica(offered: Offered) -> float | None:
     return rate / offered.replicas if rate is not None else None
 
 
+def _offered_prompt_p99(evidence: LoadTestEvidence, traffic_class: str) -> float | None:
+    """The p99 prompt length a test offered one class: the class's own lengths when the
+    file states them per class, else the whole test's (a mix reaching the class's long
+    prompts exercised them)."""
+    own = evidence.results.per_class[traffic_class].prompt_tokens
+    offered = own if own is not None else evidence.offered.prompt_tokens
+    return _q(offered, 99) if offered is not None else None
+
+
 def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
     evidence = item.model
     offered = evidence.offered
@@ -130,6 +160,7 @@ def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
             e2e_p99_ms=result.e2e_ms.at(99) if result.e2e_ms else None,
             queue_p99_ms=result.queue_ms.at(99) if result.queue_ms else None,
             error_rate=_error_rate(result.completed, result.failed),
+            prompt_tokens_p99=_offered_prompt_p99(evidence, name),
         )
         for name, result in results.items()
     }
@@ -158,6 +189,8 @@ def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
         per_class=per_class,
         findings=_findings(evidence, context.workload),
         # Evidence pinned to a plan ran that plan's serving config; otherwise assume TP=1.
+        arrival_cv=_arrival_cv(offered),
+        warmup_s=evidence.results.warmup_s,
         tp_degree=context.plan.parallelism.tensor_parallel if measured.plan else 1,
         interconnect=context.provider.accelerator.interconnect.kind.value,
     )
@@ -200,19 +233,102 @@ def _longest_stream_s(result: PlanRecomputation, workload: WorkloadProfile) -> f
     return longest
 
 
-def _tp_latency_gain(result: PlanRecomputation, tensor_parallel: int) -> float | None:
-    if tensor_parallel == 1:
+def _gain(single: float | None, partitioned: float | None) -> float | None:
+    """Relative gain of the plan's TP over TP=1 (positive: TP is faster)."""
+    if not single or partitioned is None:
         return None
+    return round((single - partitioned) / single, 4)
+
+
+def _tp_latency_gain(result: PlanRecomputation, tensor_parallel: int) -> dict[str, Any]:
+    """The plan's TP against TP=1, as the partitioning_justified policy reads it.
+
+    Latency gains are taken at equal GPUs and equal offered load (the planner runs both on
+    the plan TP's GPUs at peak), not between fleets each sized to just meet the SLOs: those
+    sit at the SLO whatever the TP, so their gain is about zero by construction.
+    """
     options = {o.tensor_parallel: o for o in result.sizing.tp_options}
-    base, chosen = options.get(1), options.get(tensor_parallel)
-    if base is None or chosen is None:
-        return None
-    if not base.worst_tpot_p99_ms or chosen.worst_tpot_p99_ms is None:
-        return None
-    return (base.worst_tpot_p99_ms - chosen.worst_tpot_p99_ms) / base.worst_tpot_p99_ms
+    single, chosen = options.get(1), options.get(tensor_parallel)
+    fits_single = single is not None and single.fits
+    fields: dict[str, Any] = {
+        "tp_latency_gain": None,
+        "single_gpu_kv_concurrency": (
+            single.kv_concurrency_at_p99_context if single and fits_single else None
+        ),
+    }
+    if tensor_parallel == 1:
+        return fields
+    fields["fits_single_gpu_with_useful_kv"] = (
+        single.fits_with_useful_kv if single is not None and fits_single else False
+    )
+    if chosen is None:
+        return fields
+    fields["tp_gpus_at_peak"] = chosen.gpus_at_peak
+    if single is None or not fits_single:
+        return fields
+    tpot = _gain(single.equal_gpus_tpot_p99_ms, chosen.equal_gpus_tpot_p99_ms)
+    ttft = _gain(single.equal_gpus_ttft_p99_ms, chosen.equal_gpus_ttft_p99_ms)
+    saving = (
+        None
+        if single.gpus_at_peak is None or chosen.gpus_at_peak is None
+        else single.gpus_at_peak - chosen.gpus_at_peak
+    )
+    fields.update(
+        tp_latency_gain=None if tpot is None or ttft is None else min(tpot, ttft),
+        tp_tpot_gain=tpot,
+        tp_ttft_gain=ttft,
+        tp_equal_gpus=chosen.equal_gpus,
+        single_gpu_gpus_at_peak=single.gpus_at_peak,
+        tp_gpu_saving=saving,
+        single_gpu_concurrency_needed=single.concurrency_needed_per_replica,
+    )
+    return fields
 
 
-def recomputation_input(result: PlanRecomputation, context: PlanContext) -> RecomputationInput:
+def _memory(result: PlanRecomputation, context: PlanContext) -> MemoryInput:
+    memory = result.memory
+    peak = result.scenarios["peak"]
+    # Little's law per class: in flight = arrival rate x time in the system. The median
+    # stands in for the mean; the p99 context stands in for every request's (conservative).
+    in_flight = 0.0
+    for traffic_class in context.workload.classes:
+        predicted = peak.per_class.get(traffic_class.name)
+        if predicted is None or predicted.e2e_p50_ms is None or peak.ready_replicas <= 0:
+            continue
+        rate = traffic_class.arrival.peak_rps / peak.ready_replicas
+        in_flight += rate * predicted.e2e_p50_ms / 1000.0
+    return MemoryInput(
+        fits=memory.fits,
+        reason=memory.reason,
+        total_gib=round(memory.total_gib, 3),
+        gpu_memory_utilization=context.plan.serving.gpu_memory_utilization,
+        usable_gib=round(memory.usable_gib, 3),
+        weights_gib=round(memory.weights_gib, 3),
+        activation_peak_gib=round(memory.activation_peak_gib, 3),
+        runtime_overhead_gib=round(memory.runtime_overhead_gib, 3),
+        kv_cache_gib=round(memory.kv_cache_gib, 3),
+        kv_tokens=memory.kv_tokens,
+        kv_concurrency_at_p99_context=memory.max_concurrency_at_p99_context,
+        concurrency_needed_at_peak=round(in_flight, 2),
+    )
+
+
+def calibration_input(result: PlanRecomputation) -> CalibrationInput:
+    calibration = result.calibration
+    return CalibrationInput(
+        fitted=calibration.fitted,
+        source_evidence=list(calibration.source_evidence),
+        mbu=round(calibration.mbu, 4),
+        mfu=round(calibration.mfu, 4),
+        fit_error=None if calibration.fit_error is None else round(calibration.fit_error, 4),
+    )
+
+
+def recomputation_input(
+    result: PlanRecomputation,
+    context: PlanContext,
+    previous_calibration: tuple[str, CalibrationInput] | None = None,
+) -> RecomputationInput:
     options = {o.tensor_parallel: o for o in result.sizing.tp_options}
     single = options.get(1)
     peak_rps = sum(c.arrival.peak_rps for c in context.workload.classes)
@@ -227,9 +343,26 @@ def recomputation_input(result: PlanRecomputation, context: PlanContext) -> Reco
                 relative_error=abs(check.relative_error),
             )
     e2e = [p.e2e_p99_ms for p in result.scenarios["peak"].per_class.values() if p.e2e_p99_ms]
+    calibration = calibration_input(result)
+    changed = None
+    if previous_calibration is not None and previous_calibration[1] != calibration:
+        changed = CalibrationChange(
+            decision=previous_calibration[0], previous=previous_calibration[1]
+        )
     return RecomputationInput(
         planner_version=result.planner_version,
         fits=result.memory.fits,
+        memory=_memory(result, context),
+        calibration=calibration,
+        calibration_changed=changed,
+        context_fit={
+            name: ContextFitInput(
+                max_model_len=fit.max_model_len,
+                p99_context_tokens=fit.p99_context_tokens,
+                rejected_share=fit.rejected_share,
+            )
+            for name, fit in result.context_fit.items()
+        },
         fits_single_gpu=bool(single and single.fits),
         min_ready_replicas_at_peak=result.sizing.min_ready_replicas_at_peak,
         warmup_headroom_replicas=result.sizing.warmup_headroom_replicas,
@@ -240,11 +373,17 @@ def recomputation_input(result: PlanRecomputation, context: PlanContext) -> Reco
         e2e_p99_ms_max=max(e2e, default=0.0),
         scenarios={name: _scenario(result, name) for name in SCENARIOS},
         claims_check=claims,
-        tp_latency_gain=_tp_latency_gain(result, context.plan.parallelism.tensor_parallel),
+        **_tp_latency_gain(result, context.plan.parallelism.tensor_parallel),
     )
 
 
-def gate_input(context: PlanContext, result: PlanRecomputation) -> GateInput:
+def gate_input(
+    context: PlanContext,
+    result: PlanRecomputation,
+    previous_calibration: tuple[str, CalibrationInput] | None = None,
+) -> GateInput:
+    """The input document; ``previous_calibration`` is (decision id, calibration) of the
+    plan's previous decision, when it had one."""
     plan, workload, provider = context.plan, context.workload, context.provider
     dump: dict[str, Any] = plan.model_dump(mode="json")
     return GateInput(
@@ -284,5 +423,5 @@ def gate_input(context: PlanContext, result: PlanRecomputation) -> GateInput:
             runtime_version=provider.runtime.version,
         ),
         evidence=[_evidence(item, context) for item in context.evidence],
-        recomputation=recomputation_input(result, context),
+        recomputation=recomputation_input(result, context, previous_calibration),
     )

@@ -71,6 +71,10 @@ class WorkloadClassInput(_Doc):
     measured: MeasuredFlags
     prompt_tokens_samples: int | None
     output_tokens_samples: int | None
+    prompt_tokens_p50: float = Field(description="Median prompt tokens (stated or interpolated).")
+    prompt_tokens_p99: float = Field(description="p99 prompt tokens (stated or interpolated).")
+    output_tokens_p50: float
+    output_tokens_p99: float
 
 
 class WorkloadInput(RecordIdentity):
@@ -104,6 +108,9 @@ class EvidenceClassInput(_Doc):
     queue_p99_ms: float | None
     error_rate: float | None = Field(
         description="failed / (completed + failed) for this class; null when not stated."
+    )
+    prompt_tokens_p99: float | None = Field(
+        description="p99 of the prompt lengths the test offered this class; null when unknown."
     )
 
 
@@ -143,6 +150,14 @@ class EvidenceInput(RecordIdentity):
     classes: list[str]
     per_class: dict[str, EvidenceClassInput]
     findings: EvidenceFindings
+    arrival_cv: float | None = Field(
+        description="Coefficient of variation of the test's inter-arrival gaps: 1 Poisson, "
+        "above 1 bursty, 0 evenly spaced; null when the file does not say (constant-rate "
+        "tools state no burstiness)."
+    )
+    warmup_s: float | None = Field(
+        description="Cold start to ready measured during the test, seconds; null if not measured."
+    )
     tp_degree: int = Field(description="Tensor-parallel degree of the serving config tested.")
     interconnect: str = Field(description="Interconnect of the provider the test ran on.")
 
@@ -173,9 +188,59 @@ class ClaimCheck(_Doc):
     relative_error: float = Field(description="|claimed - predicted| / predicted.")
 
 
+class ContextFitInput(_Doc):
+    max_model_len: int = Field(description="The plan's serving.max_model_len.")
+    p99_context_tokens: float = Field(description="The class's p99 prompt + p99 output tokens.")
+    rejected_share: float = Field(
+        description="Share of the class's requests longer than max_model_len: vLLM rejects them."
+    )
+
+
+class MemoryInput(_Doc):
+    """One replica's memory as vLLM sizes it at start-up (per GPU), and what peak needs."""
+
+    fits: bool = Field(description="Weights, activations and runtime leave KV for one request.")
+    reason: str = Field(description="The planner's sentence: the breakdown and the verdict.")
+    total_gib: float
+    gpu_memory_utilization: float
+    usable_gib: float = Field(description="total_gib x gpu_memory_utilization.")
+    weights_gib: float
+    activation_peak_gib: float
+    runtime_overhead_gib: float
+    kv_cache_gib: float
+    kv_tokens: int
+    kv_concurrency_at_p99_context: int = Field(
+        description="Requests the KV cache holds at once when each has its class's p99 context "
+        "(the smallest over classes)."
+    )
+    concurrency_needed_at_peak: float = Field(
+        description="Requests in flight per ready replica at peak (Little's law: each class's "
+        "peak rate per replica x its predicted median end-to-end time)."
+    )
+
+
+class CalibrationInput(_Doc):
+    """The step-time model's efficiencies the recomputation used."""
+
+    fitted: bool = Field(description="Fitted to fresh evidence on this accelerator and runtime.")
+    source_evidence: list[str] = Field(description="Evidence refs the fit used.")
+    mbu: float = Field(description="Memory-bandwidth utilisation of decode steps.")
+    mfu: float = Field(description="Compute utilisation of prefill steps.")
+    fit_error: float | None = Field(description="RMS log error of the fit; null when not fitted.")
+
+
+class CalibrationChange(_Doc):
+    decision: str = Field(description="The plan's previous decision (id).")
+    previous: CalibrationInput
+
+
 class RecomputationInput(_Doc):
     planner_version: str
     fits: bool = Field(description="The model and one max-length request fit a replica.")
+    memory: MemoryInput
+    context_fit: dict[str, ContextFitInput] = Field(
+        description="Per class: do its requests fit serving.max_model_len?"
+    )
     fits_single_gpu: bool = Field(description="The model fits one accelerator at TP=1.")
     min_ready_replicas_at_peak: int | None = Field(
         description="Fewest ready replicas meeting every SLO at peak; null when none found."
@@ -196,8 +261,63 @@ class RecomputationInput(_Doc):
     claims_check: dict[str, dict[str, ClaimCheck]] = Field(
         description="class -> metric (ttft_p99_ms, ...) -> claimed vs predicted."
     )
+    # Replication versus partitioning: the plan's TP against TP=1. Null at TP=1, when TP=1 or
+    # the plan's TP was not evaluated, and in documents from before these fields existed.
+    calibration: CalibrationInput
+    calibration_changed: CalibrationChange | None = Field(
+        default=None,
+        description="Set when the calibration differs from the one the plan's previous "
+        "decision was taken with: predictions moved without the plan changing.",
+    )
     tp_latency_gain: float | None = Field(
-        description="Predicted relative p99 TPOT gain of the plan's TP over TP=1 (null at TP=1)."
+        description="Relative p99 latency gain of the plan's TP over TP=1 on the same GPUs at "
+        "the peak (tp_equal_gpus): the smaller of tp_tpot_gain and tp_ttft_gain, so TP must "
+        "cut both. Negative when TP is slower."
+    )
+    tp_tpot_gain: float | None = Field(
+        default=None,
+        description="(TP=1 - plan's TP) / TP=1 of the worst class's p99 TPOT on tp_equal_gpus "
+        "GPUs at peak.",
+    )
+    tp_ttft_gain: float | None = Field(
+        default=None,
+        description="(TP=1 - plan's TP) / TP=1 of the worst class's p99 TTFT on tp_equal_gpus "
+        "GPUs at peak.",
+    )
+    tp_equal_gpus: int | None = Field(
+        default=None,
+        description="GPUs of the equal-GPU comparison: the plan's TP's GPUs at peak (the "
+        "plan's GPUs when no count met the SLOs), as that many / TP replicas against that "
+        "many TP=1 replicas, at the same offered load.",
+    )
+    tp_gpus_at_peak: int | None = Field(
+        default=None,
+        description="GPUs the plan's TP needs at peak (fewest replicas meeting every SLO x TP).",
+    )
+    single_gpu_gpus_at_peak: int | None = Field(
+        default=None,
+        description="GPUs TP=1 needs at peak; null when it does not fit or no count met the SLOs.",
+    )
+    tp_gpu_saving: int | None = Field(
+        default=None,
+        description="single_gpu_gpus_at_peak - tp_gpus_at_peak: GPUs the plan's TP saves at peak "
+        "(negative when it costs more).",
+    )
+    fits_single_gpu_with_useful_kv: bool | None = Field(
+        default=None,
+        description="TP=1 fits and its KV cache holds, at the p99 context, the requests a "
+        "replica has in service on tp_equal_gpus at peak (single_gpu_kv_concurrency >= "
+        "single_gpu_concurrency_needed). False when TP=1 does not fit.",
+    )
+    single_gpu_kv_concurrency: int | None = Field(
+        default=None,
+        description="Requests TP=1's KV cache holds at once at the p99 context (the smallest "
+        "over classes).",
+    )
+    single_gpu_concurrency_needed: float | None = Field(
+        default=None,
+        description="Requests in service per TP=1 replica on tp_equal_gpus at peak (Little's "
+        "law: each class's peak rate per replica x its mean time in service).",
     )
 
 

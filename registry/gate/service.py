@@ -21,6 +21,7 @@ from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound
 from registry.gate.assemble import gate_input
+from registry.gate.input_document import CalibrationInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.records.references import pinned
@@ -113,6 +114,32 @@ def _input_digests(document: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _previous_calibration(
+    database: Database, plan_name: str
+) -> tuple[str, CalibrationInput] | None:
+    """The calibration the plan's last decision (any version) was taken with, if any."""
+    with database.reading() as session:
+        rows, _ = GateRepository(session).decisions(
+            plan_name=plan_name,
+            outcome=None,
+            principal=None,
+            since=None,
+            until=None,
+            limit=1,
+            offset=0,
+        )
+        if not rows:
+            return None
+        decision_id, stored_input = rows[0][0].id, rows[0][0].input
+    stored = json.loads(stored_input or "{}").get("recomputation", {}).get("calibration")
+    if not isinstance(stored, dict):
+        return None  # decided before calibration was part of the input, or an error
+    try:
+        return decision_id, CalibrationInput.model_validate(stored)
+    except ValidationError:
+        return None
+
+
 def check(
     database: Database,
     engine: Engine,
@@ -132,7 +159,8 @@ def check(
     revision = "unknown"
     notes: list[str] = []
     try:
-        document = gate_input(context, sized.view.result).model_dump(mode="json")
+        previous = _previous_calibration(database, context.plan.name)
+        document = gate_input(context, sized.view.result, previous).model_dump(mode="json")
     except ValidationError as exc:
         error = f"the gate input does not match its schema: {exc.errors()[0]['msg']}"
     if error is None:
@@ -163,8 +191,8 @@ def check(
         warnings = applied.warnings
         if not violations:
             outcome = Outcome.allow
-    stale = [e for e in context.evidence if not e.freshness.fresh]
-    warnings += [f"evidence {e.view.ref} is stale: {'; '.join(e.freshness.reasons)}" for e in stale]
+    # Stale evidence reaches the reader through evidence_fresh (a note beside fresh
+    # evidence, a violation without it), never twice.
     warnings += notes
 
     stored_input = dict(document, recomputation_digest=sized.view.digest) if document else {}

@@ -14,6 +14,7 @@ from registry.planner.result import (
     AutoscalingAdvice,
     ClaimCheck,
     ClaimsCheck,
+    ContextFit,
     Cost,
     LoadPoint,
     Memory,
@@ -24,7 +25,8 @@ from registry.planner.result import (
     StepFigures,
     TPOption,
 )
-from registry.planner.search import Evaluation, Evaluator
+from registry.planner.sampling import context_overflow_share, p99_of
+from registry.planner.search import MAX_SHED_RATE, Evaluation, Evaluator
 from registry.planner.step_time import Efficiency
 from registry.planner.unknowns import unknown_notes
 from registry.records.evidence import LoadTestEvidence
@@ -139,6 +141,93 @@ def _tp_candidates(ev: Evaluator, plan_tp: int) -> list[int]:
     return sorted(set(chosen)) or [plan_tp]
 
 
+def _in_service_per_replica(ev: Evaluator, at: Evaluation, replicas: int) -> float | None:
+    """Requests holding KV blocks on one replica at peak, by Little's law.
+
+    Each class adds its peak rate per replica times its mean time in service: end-to-end
+    minus queue wait, since a queued request holds no KV. None when a class completed
+    nothing (its time in service is unbounded).
+    """
+    total = 0.0
+    for cls in ev.workload.classes:
+        st = at.sim.per_class[cls.name]
+        if st.completed == 0:
+            return None
+        if not st.e2e:  # every completion was a cancellation: no full request to time
+            continue
+        service = float(np.mean(st.e2e)) - (float(np.mean(st.queue)) if st.queue else 0.0)
+        total += cls.arrival.peak_rps / replicas * max(service, 0.0)
+    return total
+
+
+def _ms_or_unknown(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.0f} ms"
+
+
+def _equal_gpu_comparison(
+    ev: Evaluator, options: list[TPOption], plan_tp: int, plan_gpus: int
+) -> tuple[list[TPOption], str]:
+    """TP=1 against the plan's TP k on the same GPUs at the same offered load (the peak).
+
+    Each option above is sized to just meet the SLOs, so its p99s sit at the SLO whatever
+    its TP: comparing those shows no gain by construction. Here both get G GPUs, G = TP=k's
+    GPUs at peak (where it just meets the SLOs; the plan's GPUs when no count did): G / k
+    replicas of TP=k against G replicas of TP=1, both at the peak. Two memoised runs; the
+    TP=k one is the run its sizing already made.
+
+    "Fits with useful KV": the KV cache holds, at the p99 context, the requests one replica
+    has in service at that load (Little's law on the TP=1 run). It is judged at equal GPUs,
+    not at TP=1's own minimum fleet, because that fleet is sized around TP=1's KV shortage
+    (replicas are added until each one's requests fit) and would always pass. Little's law
+    gives the mean count, which bursts exceed, while most requests are shorter than the p99
+    context: the two approximations lean opposite ways. max_num_seqs is no yardstick: it is
+    a cap the operator chose, not what the load needs.
+    """
+    index = {o.tensor_parallel: i for i, o in enumerate(options)}
+    if plan_tp == 1 or 1 not in index or plan_tp not in index:
+        return options, ""
+    single, chosen = options[index[1]], options[index[plan_tp]]
+    out = list(options)
+    if not single.fits:
+        out[index[1]] = single.model_copy(update={"fits_with_useful_kv": False})
+        return out, ""
+    if not chosen.fits:
+        return options, ""
+    gpus = chosen.gpus_at_peak or plan_gpus
+    for option in (chosen, single):
+        replicas = gpus // option.tensor_parallel
+        at = ev.run(option.tensor_parallel, replicas)
+        need = _in_service_per_replica(ev, at, replicas)
+        kv = option.kv_concurrency_at_p99_context or 0
+        out[index[option.tensor_parallel]] = option.model_copy(
+            update={
+                "equal_gpus": gpus,
+                "equal_gpus_replicas": replicas,
+                "equal_gpus_ttft_p99_ms": _worst(at, "ttft_p99_ms"),
+                "equal_gpus_tpot_p99_ms": _worst(at, "tpot_p99_ms"),
+                "equal_gpus_slo_met": at.slo_met,
+                "concurrency_needed_per_replica": None if need is None else round(need, 2),
+                "fits_with_useful_kv": need is not None and kv >= need,
+            }
+        )
+    one, k = out[index[1]], out[index[plan_tp]]
+    needed = (
+        "unknown"
+        if one.concurrency_needed_per_replica is None
+        else f"{one.concurrency_needed_per_replica:.1f}"
+    )
+    sentence = (
+        f"on the same {gpus} GPUs at peak, the plan's TP={plan_tp} ({k.equal_gpus_replicas} "
+        f"replicas) against TP=1 ({gpus}): p99 TPOT {_ms_or_unknown(k.equal_gpus_tpot_p99_ms)} "
+        f"vs {_ms_or_unknown(one.equal_gpus_tpot_p99_ms)}, p99 TTFT "
+        f"{_ms_or_unknown(k.equal_gpus_ttft_p99_ms)} vs "
+        f"{_ms_or_unknown(one.equal_gpus_ttft_p99_ms)}; TP=1's KV cache holds "
+        f"{one.kv_concurrency_at_p99_context} requests at the p99 context against {needed} in "
+        f"service per replica ({'enough' if one.fits_with_useful_kv else 'not enough'})"
+    )
+    return out, sentence
+
+
 def _claim(claimed: float | None, predicted: float | None) -> ClaimCheck:
     if claimed is None or predicted is None or predicted == 0:
         return ClaimCheck(
@@ -156,6 +245,22 @@ def _claim(claimed: float | None, predicted: float | None) -> ClaimCheck:
         optimistic=claimed < predicted,
         within_tolerance=abs(rel) <= CLAIM_TOLERANCE,
     )
+
+
+def replicas_per_zone_required(r_min: int, n_zones: int, headroom: int) -> int:
+    """Replicas per zone the gate requires of a plan that needs ``r_min`` ready at peak.
+
+    One computation for the planner's recommendation and the policies it must pass:
+    reserve_explicit (the largest zone or one worker lost still leaves ``r_min`` ready) and
+    warm_replica_exclusion (``r_min`` plus the warm-up headroom in total). One zone cannot
+    survive its own loss; it keeps one spare worker.
+    """
+    if n_zones <= 1:
+        return r_min + max(1, headroom)
+    per_zone = math.ceil(r_min / (n_zones - 1))
+    while n_zones * per_zone - 1 < r_min or n_zones * per_zone < r_min + headroom:
+        per_zone += 1
+    return per_zone
 
 
 def recompute(
@@ -207,6 +312,7 @@ def recompute(
                     fits=mem.fits,
                     memory_reason=mem.reason,
                     kv_tokens=mem.kv_tokens,
+                    kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
                     min_ready_replicas_at_peak=None,
                     gpus_at_peak=None,
                     worst_ttft_p99_ms=None,
@@ -229,6 +335,7 @@ def recompute(
                 fits=True,
                 memory_reason=mem.reason,
                 kv_tokens=mem.kv_tokens,
+                kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
                 min_ready_replicas_at_peak=r,
                 gpus_at_peak=gpus,
                 worst_ttft_p99_ms=_worst(at, "ttft_p99_ms"),
@@ -239,6 +346,7 @@ def recompute(
                 reason=f"{r} replica(s) x {tp} GPU(s) = {gpus} GPUs meet every p99 SLO",
             )
         )
+    options, equal_gpus = _equal_gpu_comparison(ev, options, plan_tp, plan.total_replicas * plan_tp)
     viable = [o for o in options if o.slo_met and o.gpus_at_peak is not None]
     if viable:
         best = min(viable, key=lambda o: (o.gpus_at_peak or 0, o.tensor_parallel))
@@ -264,6 +372,8 @@ def recompute(
     else:
         chosen_tp = plan_tp
         tp_reason = "no tensor-parallel degree met the SLOs at any replica count searched"
+    if equal_gpus:
+        tp_reason += f"; {equal_gpus}"
     if chosen_tp != plan_tp:
         findings.append(f"the plan uses TP={plan_tp}; the recomputation prefers TP={chosen_tp}")
 
@@ -277,15 +387,6 @@ def recompute(
         findings.append("the plan counts warming replicas as capacity; the planner does not")
     n_zones = len(zones)
     if r_min is not None:
-        per_zone = math.ceil(r_min / (n_zones - 1)) if n_zones > 1 else r_min + 1
-        # One worker lost must leave r_min too (already implied when per_zone >= 1).
-        while n_zones * per_zone - 1 < r_min:
-            per_zone += 1
-        recommended = {z: per_zone for z in zones}
-        rec_total = per_zone * n_zones
-        reserve = rec_total - r_min
-        if n_zones == 1:
-            notes.append("one zone only: no replica count survives the loss of the zone")
         # Headroom: the load the fleet must carry before new replicas are ready. The fastest
         # observed swing is mean -> peak within one peak window; during one warm-up the load
         # can rise by that slope times the warm-up, capped at the peak.
@@ -295,6 +396,12 @@ def recompute(
             for c in workload.classes
         )
         headroom = math.ceil(rise_total / per_replica - 1e-9)
+        per_zone = replicas_per_zone_required(r_min, n_zones, headroom)
+        recommended = {z: per_zone for z in zones}
+        rec_total = per_zone * n_zones
+        reserve = rec_total - r_min
+        if n_zones == 1:
+            notes.append("one zone only: no replica count survives the loss of the zone")
         r_mean = math.ceil(r_min * mean / peak - 1e-9)
         notes.append(
             f"warm-up {warm:g} s: the load can rise by {rise_total:.1f} req/s before a new "
@@ -370,7 +477,9 @@ def recompute(
         # warm-up, never more than the peak needs; then the zone reserve on top.
         ready_floor = min(r_min, r_mean + headroom)
         floor_per_zone = math.ceil(ready_floor / (n_zones - 1)) if n_zones > 1 else ready_floor + 1
-        min_replicas = floor_per_zone * n_zones
+        # The gate's floor (warm_replica_exclusion): a zone can fail at peak, and replicas
+        # started then are warming, not ready; so never below the peak plus a whole zone.
+        min_replicas = max(floor_per_zone * n_zones, r_min + max(recommended.values()))
     else:
         min_replicas = plan_total
     max_replicas = max(min_replicas, (rec_total or plan_total) + (r_min or 0))
@@ -503,6 +612,14 @@ def recompute(
         plan_meets_reserve=meets_reserve,
         notes=notes,
     )
+    context_fit = _context_fit(plan, workload, provider, seed=seed)
+    for cname, fit in context_fit.items():
+        if fit.rejected_share > MAX_SHED_RATE:
+            findings.append(
+                f"{cname}: {fit.rejected_share:.1%} of requests need more than "
+                f"serving.max_model_len = {fit.max_model_len} tokens (p99 prompt + output "
+                f"{fit.p99_context_tokens:.0f}); vLLM rejects them"
+            )
     if calibration.fitted and calibration.fit_error is not None and calibration.fit_error > 0.25:
         findings.append(
             f"the step-time model disagrees with the evidence (RMS log error "
@@ -535,5 +652,26 @@ def recompute(
         claims_check=claims,
         calibration=calibration,
         load_curve=curve,
+        context_fit=context_fit,
         findings=findings,
     )
+
+
+def _context_fit(
+    plan: CapacityPlan, workload: WorkloadProfile, provider: ProviderProfile, *, seed: int
+) -> dict[str, ContextFit]:
+    limit = plan.serving.max_model_len
+    out: dict[str, ContextFit] = {}
+    for cls in workload.classes:
+        prompt = p99_of(cls.prompt_tokens)
+        output = p99_of(cls.output_tokens)
+        if cls.max_output_tokens is not None:
+            output = min(output, float(cls.max_output_tokens))
+        out[cls.name] = ContextFit(
+            max_model_len=limit,
+            p99_prompt_tokens=round(prompt, 1),
+            p99_output_tokens=round(output, 1),
+            p99_context_tokens=round(prompt + output, 1),
+            rejected_share=round(context_overflow_share(cls, limit, seed=seed), 5),
+        )
+    return out

@@ -88,6 +88,37 @@ class TPOption(_Out):
     cost_per_hour_at_peak_usd: float | None
     slo_met: bool
     reason: str
+    kv_concurrency_at_p99_context: int | None = Field(
+        default=None,
+        description="Requests one replica's KV cache holds at once at the p99 context.",
+    )
+    # Replication versus partitioning at equal GPUs: filled on TP=1 and the plan's TP when the
+    # plan uses TP > 1 and both fit; null otherwise.
+    equal_gpus: int | None = Field(
+        default=None,
+        description="GPUs both options get in the equal-GPU comparison: the plan's TP "
+        "option's gpus_at_peak (the plan's GPUs when no count met the SLOs).",
+    )
+    equal_gpus_replicas: int | None = Field(
+        default=None, description="equal_gpus / tensor_parallel replicas, all at the peak."
+    )
+    equal_gpus_ttft_p99_ms: float | None = Field(
+        default=None, description="Worst class's p99 TTFT on equal_gpus at peak."
+    )
+    equal_gpus_tpot_p99_ms: float | None = Field(
+        default=None, description="Worst class's p99 TPOT on equal_gpus at peak."
+    )
+    equal_gpus_slo_met: bool | None = None
+    concurrency_needed_per_replica: float | None = Field(
+        default=None,
+        description="Requests in service per replica on equal_gpus at peak (Little's law: "
+        "each class's peak rate per replica x its mean time in service).",
+    )
+    fits_with_useful_kv: bool | None = Field(
+        default=None,
+        description="Fits, and kv_concurrency_at_p99_context >= concurrency_needed_per_replica "
+        "(false when it does not fit; null when not compared).",
+    )
 
 
 class Sizing(_Out):
@@ -194,6 +225,18 @@ class StepFigures(_Out):
     prefill_2k_ms: float
 
 
+class ContextFit(_Out):
+    """Whether a class's requests fit the plan's max_model_len (vLLM rejects longer ones)."""
+
+    max_model_len: int
+    p99_prompt_tokens: float
+    p99_output_tokens: float
+    p99_context_tokens: float = Field(description="p99 prompt + p99 output tokens.")
+    rejected_share: float = Field(
+        description="Share of requests longer than max_model_len: vLLM rejects them."
+    )
+
+
 class PlanRecomputation(_Out):
     planner_version: str
     seed: int
@@ -214,4 +257,7 @@ class PlanRecomputation(_Out):
     claims_check: ClaimsCheck
     calibration: Calibration
     load_curve: list[LoadPoint]
+    context_fit: dict[str, ContextFit] = Field(
+        default_factory=dict, description="Per class, requests against serving.max_model_len."
+    )
     findings: list[str] = Field(default_factory=list)

@@ -129,3 +129,35 @@ def draw_class(
         output=output,
         cancel_fraction=frac,
     )
+
+
+def quantile_of(distribution: Distribution, level: float) -> float:
+    """The stated quantile at ``level`` (0-100), or that of the inverse CDF the sampler uses."""
+    stated = distribution.quantile(level)
+    if stated is not None:
+        return float(stated)
+    levels, values = inverse_cdf(distribution)
+    return float(np.interp(level / 100.0, levels, values))
+
+
+def p99_of(distribution: Distribution) -> float:
+    return quantile_of(distribution, 99)
+
+
+OVERFLOW_DRAWS = 20_000
+
+
+def context_overflow_share(cls: TrafficClass, max_model_len: int, *, seed: int = 0) -> float:
+    """Share of the class's requests whose prompt + output exceed ``max_model_len``.
+
+    vLLM rejects such a request (the prompt alone, or prompt plus the tokens it asks for,
+    is longer than the model length it was started with), so it is a failed request, not a
+    shorter one. Drawn from the uncapped distributions with a fixed generator of its own,
+    so the simulation's streams are untouched.
+    """
+    rng = np.random.default_rng(seed)
+    prompt = sample_lengths(cls.prompt_tokens, OVERFLOW_DRAWS, rng)
+    output = sample_lengths(cls.output_tokens, OVERFLOW_DRAWS, rng)
+    if cls.max_output_tokens is not None:
+        output = np.minimum(output, cls.max_output_tokens)
+    return float(np.mean(prompt + output > max_model_len))

@@ -17,7 +17,7 @@ import numpy as np
 from registry.planner.catalog import ModelShape
 from registry.planner.memory import MemoryFit, memory_fit
 from registry.planner.result import ClassPrediction
-from registry.planner.sampling import ClassStream, draw_class, inverse_cdf
+from registry.planner.sampling import ClassStream, draw_class, p99_of
 from registry.planner.simulator import (
     UNBOUNDED_ATTEMPTS,
     ClassLoad,
@@ -38,13 +38,7 @@ MAX_SHED_RATE = 0.01
 
 
 def p99_context(cls: TrafficClass, max_model_len: int) -> int:
-    def q99(dist_levels: tuple[np.ndarray, np.ndarray]) -> float:
-        levels, values = dist_levels
-        return float(np.interp(0.99, levels, values))
-
-    prompt = cls.prompt_tokens.quantile(99) or q99(inverse_cdf(cls.prompt_tokens))
-    out = cls.output_tokens.quantile(99) or q99(inverse_cdf(cls.output_tokens))
-    return min(max_model_len, math.ceil(prompt + out))
+    return min(max_model_len, math.ceil(p99_of(cls.prompt_tokens) + p99_of(cls.output_tokens)))
 
 
 def retry_spec(plan: CapacityPlan) -> RetrySpec:

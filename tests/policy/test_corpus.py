@@ -18,6 +18,10 @@ def _rules(decision: PolicyDecision) -> list[str]:
     return sorted({f"{v.policy}/{v.rule}" for v in decision.violations})
 
 
+def _notes(decision: PolicyDecision) -> list[str]:
+    return sorted({f"{n.policy}/{n.rule}" for n in decision.notes})
+
+
 def test_success_corpus_is_complete() -> None:
     files = sorted(p.name for p in INPUTS.glob("*.json") if p.name != "expected.json")
     assert files == CASES
@@ -58,6 +62,7 @@ def test_embedded_expected_policies(embedded: EmbeddedEngine, name: str) -> None
     decision = embedded.decide(load_case(name))
     assert decision.policies == EXPECTED[name]["policies"]
     assert _rules(decision) == EXPECTED[name]["rules"]
+    assert _notes(decision) == EXPECTED[name]["notes"]
     assert decision.allow is (EXPECTED[name]["policies"] == [])
 
 
@@ -67,6 +72,7 @@ def test_opa_expected_policies(opa_engine: OpaServerEngine, name: str) -> None:
     decision = opa_engine.decide(load_case(name))
     assert decision.policies == EXPECTED[name]["policies"]
     assert _rules(decision) == EXPECTED[name]["rules"]
+    assert _notes(decision) == EXPECTED[name]["notes"]
     assert decision.allow is (EXPECTED[name]["policies"] == [])
 
 
@@ -87,8 +93,8 @@ def test_success_violation_objects_are_whole(embedded: EmbeddedEngine) -> None:
             "policy": "drain_configured",
             "rule": "grace_period_too_short",
             "severity": "high",
-            "message": "termination grace period 30 s is shorter than the pre-stop sleep 5 s "
-            "plus the in-flight tail 95.308 s (100.308 s)",
+            "message": "drain.termination_grace_period_s 30 s is shorter than "
+            "drain.pre_stop.sleep_s 5 s plus the in-flight tail 95.308 s (100.308 s)",
             "details": {
                 "termination_grace_period_s": 30,
                 "pre_stop_sleep_s": 5,
@@ -118,7 +124,8 @@ def test_success_float_precision_survives_embedded(embedded: EmbeddedEngine) -> 
             "severity": "high",
             "message": "class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation "
             "predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the "
-            "recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan",
+            "recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan "
+            "(the step-time model is calibrated on 1 load test(s) (MBU 0.675, MFU 0.5))",
             "details": {
                 "class": "interactive",
                 "metric": "ttft_p99_ms",

@@ -82,6 +82,23 @@ def tail_slo__claims_disagree(doc: Doc) -> list[str]:
     return ["tail_slo/claims_disagree"]
 
 
+def tail_slo__claims_disagree_after_recalibration(doc: Doc) -> list[str]:
+    """The plan did not change; a newer load test recalibrated the planner, whose interactive
+    TTFT prediction rose from 300 to 1100 ms: the claim of 600 ms is now optimistic."""
+    doc["plan"]["claims"]["per_class"]["interactive"]["ttft_p99_ms"] = 600
+    doc["recomputation"]["claims_check"]["interactive"]["ttft_p99_ms"] = {
+        "claimed": 600,
+        "predicted": 1100,
+        "relative_error": 0.45454545454545453,
+    }
+    recomputation = doc["recomputation"]
+    recomputation["calibration_changed"] = {
+        "decision": "5a0c3f8e-1d2b-4c7a-9e61-0f2b8d4a7c11",
+        "previous": dict(recomputation["calibration"], mbu=0.75, mfu=0.6),
+    }
+    return ["tail_slo/claims_disagree"]
+
+
 def tail_slo__recomputation_missed(doc: Doc) -> list[str]:
     """Batch's predicted p99 end-to-end at peak is over its 240 s SLO."""
     batch = doc["recomputation"]["scenarios"]["peak"]["per_class"]["batch"]
@@ -255,7 +272,7 @@ def compliant__stale_beside_fresh(doc: Doc) -> list[str]:
     """Beside the fresh test, an older one measured against the previous workload version:
     it supports nothing and blocks nothing (a note)."""
     doc["evidence"].append(_stale_copy(doc))
-    return []
+    return ["note:evidence_fresh/evidence_stale", "note:evidence_fresh/evidence_too_old"]
 
 
 def evidence_fresh__only_stale_evidence(doc: Doc) -> list[str]:
@@ -288,7 +305,17 @@ def partitioning_justified__tp4_over_pcie(doc: Doc) -> list[str]:
     evidence["measured_against"]["provider"] = provider["ref"]
     evidence["tp_degree"] = 4
     evidence["interconnect"] = "pcie"
-    doc["recomputation"]["tp_latency_gain"] = 0.04
+    doc["recomputation"].update(
+        tp_latency_gain=0.04,
+        tp_tpot_gain=0.04,
+        tp_ttft_gain=0.12,
+        tp_equal_gpus=16,
+        tp_gpus_at_peak=16,
+        single_gpu_gpus_at_peak=4,
+        tp_gpu_saving=-12,
+        fits_single_gpu_with_useful_kv=True,
+        single_gpu_concurrency_needed=16.5,
+    )
     return [
         "partitioning_justified/tp_gain_unproven",
         "partitioning_justified/tp_on_slow_interconnect",
@@ -315,7 +342,37 @@ def compliant__tp2_nvlink_with_gain(doc: Doc) -> list[str]:
     plan["tensor_parallel"] = 2
     plan["gpus_per_replica"] = 2
     _evidence(doc)["tp_degree"] = 2
-    doc["recomputation"]["tp_latency_gain"] = 0.31
+    doc["recomputation"].update(
+        tp_latency_gain=0.31,
+        tp_tpot_gain=0.31,
+        tp_ttft_gain=0.36,
+        tp_equal_gpus=8,
+        tp_gpus_at_peak=8,
+        single_gpu_gpus_at_peak=4,
+        tp_gpu_saving=-4,
+        fits_single_gpu_with_useful_kv=True,
+    )
+    return []
+
+
+def compliant__tp2_70b_fp8_without_useful_kv_at_tp1(doc: Doc) -> list[str]:
+    """Llama 70B FP8 on H100 at TP=2, the standard layout: at TP=1 the weights fit one GPU
+    but its KV cache holds 3 requests at the p99 context where a replica has 24 in flight.
+    Each fleet sized to just meet the SLO shows no latency gain, and none is needed."""
+    doc["provider"]["model"] = "llama-3.1-70b-instruct-fp8"
+    plan = doc["plan"]
+    plan["tensor_parallel"] = 2
+    plan["gpus_per_replica"] = 2
+    _evidence(doc)["tp_degree"] = 2
+    doc["recomputation"].update(
+        fits_single_gpu=True,
+        fits_single_gpu_with_useful_kv=False,
+        single_gpu_kv_concurrency=3,
+        single_gpu_concurrency_needed=23.6,
+        tp_latency_gain=0.0,
+        tp_tpot_gain=0.0,
+        tp_ttft_gain=0.0,
+    )
     return []
 
 
@@ -333,7 +390,7 @@ def compliant__conservative_claims(doc: Doc) -> list[str]:
         "predicted": 1100,
         "relative_error": 1.0,
     }
-    return []
+    return ["note:tail_slo/claims_pessimistic"]
 
 
 def compliant__extra_microbenchmark(doc: Doc) -> list[str]:
@@ -341,7 +398,9 @@ def compliant__extra_microbenchmark(doc: Doc) -> list[str]:
     micro = copy.deepcopy(_evidence(doc))
     micro["ref"] = "chat-assistant-fixed-length-micro@v1"
     micro["digest"] = "sha256:" + "5" * 64
-    micro["offered_rps_per_replica"] = 2.0
+    micro["offered_rps_per_replica"] = 9.6
+    micro["arrival_cv"] = 0.0  # evenly spaced: it shows no burst, and supports nothing
+    micro["per_class"]["interactive"]["prompt_tokens_p99"] = 512
     micro["findings"].update(
         prompt_tokens_cv=0.0, output_tokens_cv=0.0, cancellation_exercised=False
     )
@@ -349,7 +408,100 @@ def compliant__extra_microbenchmark(doc: Doc) -> list[str]:
     micro["classes"] = ["interactive"]
     micro["per_class"] = {"interactive": micro["per_class"]["interactive"]}
     doc["evidence"].append(micro)
+    return [
+        "note:tail_slo/evidence_not_representative",
+    ]
+
+
+def tail_slo__constant_rate_for_bursty_workload(doc: Doc) -> list[str]:
+    """The only test sent evenly spaced requests; the workload's classes burst (CV 1.6, 2.4)."""
+    _evidence(doc)["arrival_cv"] = 0.0
+    return ["tail_slo/evidence_not_representative", "tail_slo/no_evidence_at_peak"]
+
+
+def tail_slo__short_prompts_only(doc: Doc) -> list[str]:
+    """The test's interactive prompts reach a p99 of 1200 tokens; the workload's reach 6100."""
+    _evidence(doc)["per_class"]["interactive"]["prompt_tokens_p99"] = 1200.0
+    return ["tail_slo/evidence_not_representative", "tail_slo/no_evidence_at_peak"]
+
+
+def tail_slo__max_model_len_below_p99_context(doc: Doc) -> list[str]:
+    """max_model_len 4096: 6 % of interactive and 24 % of batch requests are longer."""
+    doc["plan"]["serving"]["max_model_len"] = 4096
+    fit = doc["recomputation"]["context_fit"]
+    fit["interactive"].update(max_model_len=4096, rejected_share=0.0594)
+    fit["batch"].update(max_model_len=4096, rejected_share=0.2431)
+    return ["tail_slo/requests_exceed_max_model_len"]
+
+
+def tail_slo__no_claims(doc: Doc) -> list[str]:
+    """The plan claims no latencies: nothing to hold it to."""
+    doc["plan"]["claims"]["per_class"] = {}
+    doc["recomputation"]["claims_check"] = {}
+    return ["tail_slo/claims_missing"]
+
+
+def memory_fit__kv_below_peak_concurrency(doc: Doc) -> list[str]:
+    """gpu_memory_utilization 0.3 leaves 7.8 GiB of KV: 7 requests at the p99 context."""
+    doc["plan"]["serving"]["gpu_memory_utilization"] = 0.3
+    doc["recomputation"]["memory"].update(
+        gpu_memory_utilization=0.3,
+        usable_gib=24.0,
+        kv_cache_gib=7.811,
+        kv_tokens=63984,
+        kv_concurrency_at_p99_context=7,
+    )
+    return ["memory_fit/kv_cache_below_peak_concurrency"]
+
+
+def memory_fit__does_not_fit(doc: Doc) -> list[str]:
+    """A 70B FP8 checkpoint on one 80 GB H100 at TP=1: the weights leave no KV cache."""
+    doc["recomputation"]["fits"] = False
+    doc["recomputation"]["memory"].update(
+        fits=False,
+        reason="does not fit: 72.0 GiB usable per GPU (80 GiB x 0.9) but weights/TP need "
+        "67.7 GiB, activations 4.8 GiB and runtime 0.3 GiB, leaving -0.8 GiB for the KV cache",
+        weights_gib=67.7,
+        activation_peak_gib=4.8,
+        kv_cache_gib=0.0,
+        kv_tokens=0,
+        kv_concurrency_at_p99_context=0,
+    )
+    return ["memory_fit/does_not_fit"]
+
+
+def distributions_measured__forty_samples(doc: Doc) -> list[str]:
+    """The batch class's "measured" lengths come from 40 logged requests."""
+    batch = doc["workload"]["classes"]["batch"]
+    batch["prompt_tokens_samples"] = batch["output_tokens_samples"] = 40
+    return ["distributions_measured/distribution_too_few_samples"]
+
+
+def distributions_measured__collapsed_output(doc: Doc) -> list[str]:
+    """The interactive output lengths were "measured" as one value: p50 = p99 = 255."""
+    interactive = doc["workload"]["classes"]["interactive"]
+    interactive["output_tokens_p50"] = interactive["output_tokens_p99"] = 255.0
+    return ["distributions_measured/distribution_collapsed"]
+
+
+def compliant__measured_warmup_within_stated(doc: Doc) -> list[str]:
+    """The load test saw a cold start of 252 s; the provider states 240 s (within 10 %)."""
+    _evidence(doc)["warmup_s"] = 252.0
     return []
+
+
+def compliant__errors_within_the_maximum(doc: Doc) -> list[str]:
+    """5 of 5561 requests failed (0.09 %): under the 1 % a test may lose and still count."""
+    evidence = _evidence(doc)
+    evidence["completed"], evidence["failed"], evidence["error_rate"] = 5556, 5, 0.000899
+    evidence["per_class"]["interactive"]["error_rate"] = 0.001064
+    return []
+
+
+def warm_replica_exclusion__measured_warmup_longer(doc: Doc) -> list[str]:
+    """The load test saw a cold start of 420 s; the provider states 240 s."""
+    _evidence(doc)["warmup_s"] = 420.0
+    return ["warm_replica_exclusion/measured_warmup_exceeds_stated"]
 
 
 CASES: list[Callable[[Doc], list[str]]] = [
@@ -360,6 +512,7 @@ CASES: list[Callable[[Doc], list[str]]] = [
     tail_slo__declared_evidence_only,
     tail_slo__client_fell_behind,
     tail_slo__claims_disagree,
+    tail_slo__claims_disagree_after_recalibration,
     tail_slo__recomputation_missed,
     reserve_explicit__zone_reserve_missing,
     reserve_explicit__zone_loss_misses_slo,
@@ -382,9 +535,21 @@ CASES: list[Callable[[Doc], list[str]]] = [
     partitioning_justified__tp4_over_pcie,
     several__sections_missing,
     compliant__tp2_nvlink_with_gain,
+    compliant__tp2_70b_fp8_without_useful_kv_at_tp1,
     compliant__no_autoscaling,
     compliant__extra_microbenchmark,
     compliant__conservative_claims,
+    tail_slo__constant_rate_for_bursty_workload,
+    tail_slo__short_prompts_only,
+    tail_slo__max_model_len_below_p99_context,
+    tail_slo__no_claims,
+    memory_fit__kv_below_peak_concurrency,
+    memory_fit__does_not_fit,
+    distributions_measured__forty_samples,
+    distributions_measured__collapsed_output,
+    warm_replica_exclusion__measured_warmup_longer,
+    compliant__measured_warmup_within_stated,
+    compliant__errors_within_the_maximum,
 ]
 
 
@@ -399,17 +564,21 @@ def main() -> None:
             "description": "The chat-assistant example.",
             "policies": [],
             "rules": [],
+            "notes": [],
         }
     }
     for case in CASES:
         doc = copy.deepcopy(compliant)
-        rules = sorted(case(doc))
+        found = case(doc)
+        rules = sorted(r for r in found if not r.startswith("note:"))
+        notes = sorted(r.removeprefix("note:") for r in found if r.startswith("note:"))
         name = f"{case.__name__}.json"
         _write_json(HERE / name, doc)
         expected[name] = {
             "description": (case.__doc__ or "").strip(),
             "policies": sorted({rule.split("/")[0] for rule in rules}),
             "rules": rules,
+            "notes": notes,
         }
     _write_json(HERE / "expected.json", expected)
 

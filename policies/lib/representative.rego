@@ -1,0 +1,90 @@
+# METADATA
+# title: Representative evidence
+# description: >-
+#   The ways a load test fails to represent the workload it is held against: arrivals
+#   smoother than the workload's bursts (an inter-arrival coefficient of variation below
+#   evidence_min_arrival_cv_share of the burstiest offered class's, or unknown) and
+#   prompts shorter than the workload's (a class's offered p99 below
+#   evidence_min_prompt_p99_share of its workload p99, or unknown). Such a test measured
+#   another workload: it supports no latency claim.
+package capgate.lib.representative
+
+import data.capgate.lib.result
+
+_thresholds := data.capgate.thresholds
+
+_classes := input.workload.classes
+
+# The classes a test offered that the workload knows (a test may name none: then all).
+_offered(e) := [name | some name in e.classes; _classes[name]] if count(e.classes) > 0
+
+_offered(e) := [name | some name in object.keys(_classes)] if count(e.classes) == 0
+
+_burstiest(e) := max([_classes[name].interarrival_cv | some name in _offered(e)])
+
+_arrival_shown(e, needed) if {
+	is_number(e.arrival_cv)
+	e.arrival_cv >= needed
+}
+
+_prompt_shown(e, name, needed) if {
+	is_number(e.per_class[name].prompt_tokens_p99)
+	e.per_class[name].prompt_tokens_p99 >= needed
+}
+
+# METADATA
+# title: gaps
+# description: >-
+#   One object per (evidence, check) that fails: evidence ref, check (arrival or
+#   prompt_length), class (prompt checks), the test's figure, the workload's figure, the
+#   threshold the figure had to reach and a sentence naming all three.
+gaps contains g if {
+	some e in input.evidence
+	workload_cv := _burstiest(e)
+	needed := result.rounded(workload_cv * _thresholds.evidence_min_arrival_cv_share)
+	not _arrival_shown(e, needed)
+	cv := object.get(e, "arrival_cv", null)
+	g := {
+		"evidence": e.ref,
+		"check": "arrival",
+		"test_value": cv,
+		"workload_value": workload_cv,
+		"required": needed,
+		"message": sprintf(
+			"evidence %s: inter-arrival CV %v, below %v (evidence_min_arrival_cv_share %v of the burstiest offered class's %v; unknown when the file states no burstiness, as constant-rate tests do): the test hides the queueing the workload's bursts cause",
+			[e.ref, result.show(cv), result.show(needed), result.show(_thresholds.evidence_min_arrival_cv_share), result.show(workload_cv)],
+		),
+	}
+}
+
+gaps contains g if {
+	some e in input.evidence
+	some name in _offered(e)
+	e.per_class[name]
+	workload_p99 := _classes[name].prompt_tokens_p99
+	needed := result.rounded(workload_p99 * _thresholds.evidence_min_prompt_p99_share)
+	not _prompt_shown(e, name, needed)
+	offered := object.get(e.per_class[name], "prompt_tokens_p99", null)
+	g := {
+		"evidence": e.ref,
+		"check": "prompt_length",
+		"class": name,
+		"test_value": offered,
+		"workload_value": workload_p99,
+		"required": needed,
+		"message": sprintf(
+			"evidence %s: class %s was offered prompts with a p99 of %v tokens, below %v (evidence_min_prompt_p99_share %v of the workload's p99 of %v; unknown when the file states no prompt lengths): the workload's long prompts were never exercised",
+			[e.ref, name, result.show(offered), result.show(needed), result.show(_thresholds.evidence_min_prompt_p99_share), result.show(workload_p99)],
+		),
+	}
+}
+
+# METADATA
+# title: represents
+# description: True when the evidence with this ref has no gap.
+represents(ref) if not _has_gap(ref)
+
+_has_gap(ref) if {
+	some g in gaps
+	g.evidence == ref
+}
