@@ -13,7 +13,32 @@ from cli.options import JsonOpt, ServerOpt
 from cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from cli.backend import Backend
     from registry.gate.views import DecisionView
+
+
+def _planner_progress(
+    backend: Backend, *, terminal_only: bool = False
+) -> AbstractContextManager[object]:
+    """Planner progress on stderr for a recomputation run here (after 2 s; stdout untouched).
+
+    A remote server recomputes on its side: nothing to report, and the planner is not
+    imported. ``terminal_only``: only when stderr is a terminal (the gate's pipelines read
+    exactly one verdict line on stderr).
+    """
+    import sys
+    from contextlib import nullcontext
+
+    from cli.backend import LocalBackend
+
+    if not isinstance(backend, LocalBackend) or (terminal_only and not sys.stderr.isatty()):
+        return nullcontext()
+    from registry.planner.progress import StderrProgress, reporting
+
+    return reporting(StderrProgress())
+
 
 gate_app = typer.Typer(
     help="Policy decisions on capacity plans. Exit 0 allow, 1 deny, 2 error.",
@@ -69,7 +94,9 @@ def check(
     chosen = Format.json if json_out else output_format or Format.text
     if plan_file is not None and chosen not in (Format.github, Format.sarif):
         fail("--plan-file is for --format github or sarif")
-    decision = open_backend(server).gate_check(plan)
+    backend = open_backend(server)
+    with _planner_progress(backend, terminal_only=True):
+        decision = backend.gate_check(plan)
     _write(_render(decision, chosen, plan_file), output)
     if output is not None or chosen is not Format.text:
         # Pipelines read one line on stderr whatever the report's format or destination.
@@ -218,12 +245,13 @@ def size(
 
     backend = open_backend(server)
     path = Path(plan)
-    if path.suffix.lower() in {".yaml", ".yml", ".json"} or path.exists():
-        from registry.records.documents import load_document
+    with _planner_progress(backend):
+        if path.suffix.lower() in {".yaml", ".yml", ".json"} or path.exists():
+            from registry.records.documents import load_document
 
-        result = backend.size_draft(load_document(path), source=str(path), seed=seed)
-    else:
-        result = backend.size_plan(plan, seed=seed).result
+            result = backend.size_draft(load_document(path), source=str(path), seed=seed)
+        else:
+            result = backend.size_plan(plan, seed=seed).result
     if json_out:
         emit_json(result)
     else:

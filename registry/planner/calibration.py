@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from registry.planner.catalog import ModelShape, resolve_model
 from registry.planner.result import Calibration, CalibrationResidual
 from registry.planner.search import Evaluator
-from registry.planner.step_time import EFFICIENCY_SOURCES, Efficiency
+from registry.planner.step_time import Efficiency, efficiency_sources
 from registry.records.evidence import LoadTestEvidence
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
@@ -178,14 +178,16 @@ def calibrate(
             ignored[ev.name] = built
         else:
             cases.append(built)
-    sources = dict(EFFICIENCY_SOURCES)
+    # The defaults are per accelerator and dtype (registry/planner/efficiency.py).
+    sources = efficiency_sources(base, provider.accelerator, shape.weight_bytes)
+    defaults = base.resolve(provider.accelerator, shape.weight_bytes)
     if not cases:
         return base, Calibration(
             source_evidence=[],
             ignored_evidence=ignored,
             fitted=False,
-            mbu=base.mbu,
-            mfu=base.mfu,
+            mbu=defaults.mbu,
+            mfu=defaults.mfu,
             step_overhead_ms=base.step_overhead_ms,
             fit_error=None,
             sources=sources,

@@ -51,6 +51,10 @@ class AcceleratorCard:
     interconnect_gb_s: float
     source: str
     verify: bool = False
+    # What CUDA reports as the device total (torch.cuda.mem_get_info()[1]), the figure vLLM
+    # multiplies by gpu_memory_utilization; None when no public start-up log was found.
+    exposed_memory_gib: float | None = None
+    exposed_source: str = ""
 
 
 _HF = "Hugging Face config.json of {repo} (model card for parameter counts)"
@@ -155,6 +159,36 @@ MODELS: tuple[ModelCard, ...] = (
         source=_HF.format(repo="Qwen/Qwen2.5-32B"),
     ),
     ModelCard(
+        name="Qwen/Qwen2.5-7B",
+        aliases=("qwen2.5-7b", "qwen2.5-7b-instruct"),
+        layers=28,
+        hidden_size=3584,
+        attention_heads=28,
+        kv_heads=4,
+        head_dim=128,
+        intermediate_size=18944,
+        vocab_size=152064,
+        total_params_b=7.62,
+        active_params_b=7.62,
+        max_context_tokens=32768,
+        source=_HF.format(repo="Qwen/Qwen2.5-7B-Instruct"),
+    ),
+    ModelCard(
+        name="Qwen/Qwen3-32B",
+        aliases=("qwen3-32b",),
+        layers=64,
+        hidden_size=5120,
+        attention_heads=64,
+        kv_heads=8,
+        head_dim=128,
+        intermediate_size=25600,
+        vocab_size=151936,
+        total_params_b=32.8,
+        active_params_b=32.8,
+        max_context_tokens=40960,
+        source=_HF.format(repo="Qwen/Qwen3-32B"),
+    ),
+    ModelCard(
         name="facebook/opt-13b",
         aliases=("opt-13b",),
         layers=40,
@@ -188,6 +222,12 @@ MODELS: tuple[ModelCard, ...] = (
     ),
 )
 
+_H100_EXPOSED = (
+    "llm-d-incubation/llm-d-planner@fbd68515a903397a1b785a2189dc7512b0d55680 "
+    "accuracy/results/v0.19.0/accuracy_report.md (vLLM 0.19.0 logs, 'physical 79.19 GiB'); "
+    "llm-d/llm-d-benchmark@259334868c5075da530cc6c90b43fceb11b6e6a7 "
+    "config_explorer/empirical-vllm-memory-results.md (79.18 GiB total)"
+)
 _NV = "NVIDIA {part} datasheet (dense figures; matches AIConfigurator systems/*.yaml)"
 
 ACCELERATORS: tuple[AcceleratorCard, ...] = (
@@ -200,6 +240,9 @@ ACCELERATORS: tuple[AcceleratorCard, ...] = (
         interconnect=InterconnectKind.nvlink,
         interconnect_gb_s=600,
         source=_NV.format(part="A100 80GB SXM"),
+        exposed_memory_gib=79.15,
+        exposed_source="vLLM 0.6-0.8 start-up lines 'total_gpu_memory (79.15GiB)' on "
+        "A100-SXM4-80GB in public notebooks (unpinned; verify)",
     ),
     AcceleratorCard(
         name="A100-SXM-40GB",
@@ -211,6 +254,9 @@ ACCELERATORS: tuple[AcceleratorCard, ...] = (
         interconnect_gb_s=600,
         source="NVIDIA A100 datasheet (40GB SXM: 1,555 GB/s); not in accelerators.md",
         verify=True,
+        exposed_memory_gib=39.39,
+        exposed_source="vLLM start-up lines on A100-SXM4-40GB report total_gpu_memory 39.39 to "
+        "39.56 GiB (driver dependent); the lowest is used (unpinned; verify)",
     ),
     AcceleratorCard(
         name="H100-SXM-80GB",
@@ -221,6 +267,8 @@ ACCELERATORS: tuple[AcceleratorCard, ...] = (
         interconnect=InterconnectKind.nvlink,
         interconnect_gb_s=900,
         source=_NV.format(part="H100 SXM"),
+        exposed_memory_gib=79.19,
+        exposed_source=_H100_EXPOSED,
     ),
     AcceleratorCard(
         name="H200-SXM-141GB",
@@ -308,6 +356,38 @@ def _memory_hint(key: str, default: float) -> float:
     return default
 
 
+# An "80 GB" HBM part exposes 79.19 GiB to CUDA (H100; A100-80GB 79.15): ECC and the driver
+# keep the rest. Parts without a measured figure get the same ratio, which GDDR parts with
+# ECC enabled (L4, L40S) may still undershoot.
+_EXPOSED_RATIO = 79.19 / 80.0
+
+
+def exposed_memory_gib(memory_gib: float, name: str | None = None) -> tuple[float, str]:
+    """The memory CUDA reports for a device stated as ``memory_gib``, and where it comes from.
+
+    vLLM multiplies ``torch.cuda.mem_get_info()`` total, not the datasheet figure, by
+    ``gpu_memory_utilization``. A stated figure that equals a catalog card's datasheet memory
+    is read as that card's nominal size; any other figure is taken as already measured.
+    """
+    cards = [c for c in ACCELERATORS if c.memory_gib == memory_gib]
+    if name is not None:
+        named = find_accelerator(name)
+        if named is not None and named.memory_gib == memory_gib:
+            cards = [named]
+    if not cards:
+        return memory_gib, f"{memory_gib:g} GiB as stated (not a catalog datasheet figure)"
+    measured = [c for c in cards if c.exposed_memory_gib is not None]
+    if measured:
+        card = min(measured, key=lambda c: c.exposed_memory_gib or 0.0)
+        assert card.exposed_memory_gib is not None
+        return card.exposed_memory_gib, f"{card.name}: {card.exposed_source}"
+    return (
+        round(memory_gib * _EXPOSED_RATIO, 2),
+        f"{memory_gib:g} GiB datasheet x {_EXPOSED_RATIO:.4f} (the H100 ratio; no public "
+        "start-up log found for this device)",
+    )
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """Everything the planner needs about the model, resolved from profile, config and catalog."""
@@ -329,10 +409,25 @@ class ModelShape:
     experts_per_token: int = 1
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    tied_embeddings: bool = False
+
+    @property
+    def embedding_params(self) -> float:
+        """Input embedding plus LM head (one matrix when tied)."""
+        return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
 
     @property
     def weights_total_bytes(self) -> float:
-        return self.total_params * self.weight_bytes
+        """Checkpoint bytes as vLLM loads them.
+
+        Quantized checkpoints (FP8 compressed-tensors/ModelOpt, AWQ/GPTQ) keep the embedding
+        and the LM head in 16 bits: RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic loads 67.72 GiB
+        on one GPU, i.e. 68.5B params x 1 B + 2.1B x 2 B, not 70.6B x 1 B (65.8 GiB).
+        """
+        if self.weight_bytes >= 2.0:
+            return self.total_params * self.weight_bytes
+        embed = min(self.embedding_params, self.total_params)
+        return (self.total_params - embed) * self.weight_bytes + embed * 2.0
 
     @property
     def expert_params(self) -> float:
@@ -400,6 +495,7 @@ def resolve_model(provider: ProviderProfile) -> ModelShape:
     experts = card.num_experts if card else 1
     top_k = card.experts_per_token if card else 1
     max_ctx = spec.max_context_tokens
+    tied = card.tied_embeddings if card else False
     if card is not None:
         sources.append(f"catalog {card.name}: {card.source}")
     else:
@@ -422,6 +518,8 @@ def resolve_model(provider: ProviderProfile) -> ModelShape:
         experts = _int(cfg, "num_local_experts", "num_experts") or 1
         top_k = _int(cfg, "num_experts_per_tok") or 1
         max_ctx = _int(cfg, "max_position_embeddings") or max_ctx
+        if "tie_word_embeddings" in cfg:
+            tied = bool(cfg["tie_word_embeddings"])
         counted = params_from_hf_config(cfg)
         if counted is not None:
             c_total, c_active = counted
@@ -464,4 +562,5 @@ def resolve_model(provider: ProviderProfile) -> ModelShape:
         experts_per_token=top_k,
         sources=tuple(sources),
         notes=tuple(notes),
+        tied_embeddings=tied,
     )

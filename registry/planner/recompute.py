@@ -10,6 +10,7 @@ import numpy as np
 from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.catalog import resolve_model
 from registry.planner.memory import MemoryFit
+from registry.planner.progress import Progress, current
 from registry.planner.result import (
     AutoscalingAdvice,
     ClaimCheck,
@@ -34,10 +35,13 @@ from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.workload import WorkloadProfile
 
-PLANNER_VERSION = "capgate-planner 0.1.0"
+PLANNER_VERSION = "capgate-planner 0.2.0"
 
+# Requests one simulation draws at most: FLEET_GROUP x REQUESTS_PER_REPLICA (search.py),
+# whatever the fleet's size. The chart's points are shorter runs, except the peak's, which
+# is the peak scenario itself.
 SIM_REQUESTS = 8000
-CURVE_REQUESTS = 4000
+CURVE_REQUESTS = 3000
 CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 # The report's judgement of claims; the gate decides with the policy data's
 # claims_max_relative_error, which a test keeps equal to this.
@@ -120,6 +124,13 @@ def _scenario(
         retry_amplification=round(sim.attempts / max(1, sim.originals), 4),
         simulated_requests=sim.simulated_requests,
         notes=notes,
+    )
+
+
+def _group_note(simulated: int, ready: int) -> str:
+    return (
+        f"simulated as {simulated} of the {ready} replicas, fed their {simulated}/{ready} "
+        "share of the fleet's arrivals (fleet-scale reduction); fleet totals scaled back"
     )
 
 
@@ -270,16 +281,22 @@ def recompute(
     *,
     evidence: Sequence[LoadTestEvidence | tuple[LoadTestEvidence, ProviderProfile]] = (),
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> PlanRecomputation:
     """Recompute what ``plan`` needs from the workload and provider, whatever it claims.
 
     ``evidence`` items are load tests, optionally paired with the provider profile they ran
     against (a bare record is taken to have run against ``provider`` when its reference
     names it); those on the same accelerator and runtime calibrate the step-time model.
+    ``progress`` (or the reporter installed with ``progress.reporting``) hears of each
+    stage, TP degree and candidate replica count; the recomputation never prints.
     """
+    report = progress if progress is not None else current()
     shape = resolve_model(provider)
     items: list[EvidenceItem] = list(evidence)
     base = Efficiency()
+    if items:
+        report.report("calibrating")
     efficiency, calibration = calibrate(
         items,
         plan=plan,
@@ -289,7 +306,16 @@ def recompute(
         base=base,
         seed=seed,
     )
-    ev = Evaluator(plan, workload, provider, shape, efficiency, seed=seed, requests=SIM_REQUESTS)
+    ev = Evaluator(
+        plan,
+        workload,
+        provider,
+        shape,
+        efficiency,
+        seed=seed,
+        requests=SIM_REQUESTS,
+        progress=report,
+    )
     findings: list[str] = list(shape.notes)
     plan_tp = plan.parallelism.tensor_parallel
     zones = list(plan.replicas_per_zone)
@@ -442,7 +468,11 @@ def recompute(
                 reason=plan_mem.reason,
             )
             continue
+        report.report(f"scenario {name}", tp=plan_tp, replicas=ready)
         evaluation = ev.run(plan_tp, ready) if ready > 0 else None
+        scenario_notes = [note]
+        if evaluation is not None and evaluation.simulated_replicas < ready:
+            scenario_notes.append(_group_note(evaluation.simulated_replicas, ready))
         scenarios[name] = _scenario(
             name,
             evaluation,
@@ -451,7 +481,7 @@ def recompute(
             tp=plan_tp,
             offered=peak,
             load=1.0,
-            notes=[note],
+            notes=scenario_notes,
             workload=workload,
         )
     slo_met = all(s.slo_met for s in scenarios.values())
@@ -578,7 +608,8 @@ def recompute(
     curve: list[LoadPoint] = []
     if plan_mem.fits:
         for load in CURVE_LOADS:
-            e = ev.run(plan_tp, plan_total, load, limit=CURVE_REQUESTS)
+            report.report(f"load curve at {load:g} x peak", tp=plan_tp, replicas=plan_total)
+            e = ev.run(plan_tp, plan_total, load, limit=0 if load == 1.0 else CURVE_REQUESTS)
             curve.append(
                 LoadPoint(
                     load_factor=load,

@@ -4,20 +4,57 @@ One ``Evaluator`` holds a recomputation's fixed inputs and the requests drawn on
 workload (common random numbers: every replica count, TP degree and load level sees the same
 requests, so comparisons are not blurred by sampling noise). Results are memoised per
 (TP, replicas, load factor) within the evaluator only.
+
+Fleet scale. A fleet of R replicas behind the balancer is simulated as a group of
+k = min(R, ``FLEET_GROUP``) of them fed their share k/R of the fleet's stream, not as R
+replicas, so one evaluation costs the same for 9 replicas or 1,000:
+
+- What sets a replica's tail (p99 TTFT, TPOT, e2e, queueing) is its own arrival stream and
+  batch, plus how much the balancer can even out bursts across its neighbours. The first
+  is the same in the group and in the fleet; the second saturates quickly with the pool
+  size (join-the-shortest-queue over 8 batching replicas, each holding tens of requests,
+  already pools hundreds of slots), so k = 8 keeps the balancer's effect.
+- The group's stream is the fleet's own stream (the same gamma renewal process, drawn at
+  unit rate) thinned at random with probability k/R, kept in the fleet's time scale. For
+  the ``random`` balancer that is exactly what k replicas of the fleet receive. For
+  ``round_robin`` a replica of the group receives every k-th of a random k/R share instead
+  of every R-th arrival: its inter-arrival variance is higher by about 1/k (conservative).
+  For ``least_outstanding`` it is an approximation; tests/planner/test_fleet_scale.py holds
+  it to the full-fleet simulation (p99 TTFT and TPOT within 10 %, min_replicas within 1).
+  Naively keeping the fleet's burstiness for the group (the same CV at rate λk/R) would
+  overstate a large fleet's tail: the fleet spreads a burst over R replicas, not k.
+- Simulated requests scale per simulated replica (``REQUESTS_PER_REPLICA``, at least
+  ``MIN_REQUESTS`` in all, at most what the evaluator drew), not per fleet: each replica
+  of the group sees as long a stretch of time whatever R is, so the tail is estimated as
+  well at 1,000 replicas as at 9 (a fleet-wide count would leave each of 1,000 replicas
+  a few requests, all in warm-up).
+- Common random numbers survive: for R >= k the thinning uniforms are shared, so a larger
+  fleet's group keeps a subset of a smaller fleet's arrivals and every candidate count
+  sees the same token lengths; at R <= k nothing is thinned and runs are the plain
+  simulation of R replicas (identical to a full-fleet run).
+- Fleet totals (offered and completed rates, output tokens per second, preemptions) are
+  scaled back by R/k; per-replica figures (KV usage, waiting, busy share) are the group's.
+  A scenario that loses replicas changes R only.
+
+The replica-count search gallops from the throughput estimate (steps from 1 replica, or
+1/16 of the estimate, doubling) and then narrows the bracket by interpolating the worst
+SLO ratio, bisecting when that stalls: O(log R) evaluations, and still a count that passes
+with the next lower one failing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from registry.planner.catalog import ModelShape
 from registry.planner.memory import MemoryFit, memory_fit
+from registry.planner.progress import Progress, current
 from registry.planner.result import ClassPrediction
-from registry.planner.sampling import ClassStream, draw_class, p99_of
+from registry.planner.sampling import ClassStream, draw_class, gamma_gaps, p99_of
 from registry.planner.simulator import (
     UNBOUNDED_ATTEMPTS,
     ClassLoad,
@@ -35,6 +72,17 @@ from registry.records.workload import TrafficClass, WorkloadProfile
 
 # The queue-deadline objective is a p99 too: at most 1% of a class's requests may be shed.
 MAX_SHED_RATE = 0.01
+
+# Fleet-scale reduction (see the module docstring): at most this many replicas are
+# simulated, each with about this many requests, and never fewer than MIN_REQUESTS in all.
+FLEET_GROUP = 8
+REQUESTS_PER_REPLICA = 1000
+MIN_REQUESTS = 4000
+# The largest fleet the replica-count search considers.
+MAX_REPLICAS = 1 << 15
+# Fleet arrivals beyond the pre-drawn stream are drawn in blocks, each from a generator of
+# its own (seed, class, block), so the stream does not depend on the order of runs.
+_BLOCK = 1 << 16
 
 
 def p99_context(cls: TrafficClass, max_model_len: int) -> int:
@@ -60,6 +108,76 @@ class Evaluation:
     per_class: dict[str, ClassPrediction]
     slo_met: bool
     violations: list[str]
+    # Replicas actually simulated: ``sim.replicas`` (the fleet) or fewer (FLEET_GROUP).
+    simulated_replicas: int = 0
+
+
+class _FleetArrivals:
+    """One class's arrival stream as the whole fleet receives it, at unit rate.
+
+    It starts with the evaluator's pre-drawn stream (so an unthinned run is exactly the
+    plain simulation) and is extended on demand by independently seeded blocks. Each fleet
+    arrival carries a uniform that decides, with the same number for every fleet size,
+    whether it falls in the simulated group.
+    """
+
+    def __init__(self, base: ClassStream, cv: float, seed: int, index: int) -> None:
+        self.base = base
+        self.cv = cv
+        self.seed = seed
+        self.index = index
+        self.times = base.unit_times
+        self.keep_u = np.empty(0)
+        self._blocks = 0
+        self._u_blocks = 0
+
+    def _extend_times(self, n: int) -> None:
+        while len(self.times) < n:
+            rng = np.random.default_rng([self.seed, self.index, self._blocks, 0])
+            gaps = gamma_gaps(self.cv, _BLOCK, rng)
+            self.times = np.concatenate([self.times, self.times[-1] + np.cumsum(gaps)])
+            self._blocks += 1
+
+    def _extend_uniforms(self, n: int) -> None:
+        parts = [self.keep_u]
+        have = len(self.keep_u)
+        while have < n:
+            rng = np.random.default_rng([self.seed, self.index, self._u_blocks, 1])
+            parts.append(rng.random(_BLOCK))
+            have += _BLOCK
+            self._u_blocks += 1
+        self.keep_u = np.concatenate(parts)
+
+    def group(self, share: float, n: int) -> ClassStream:
+        """The first ``n`` arrivals falling to a group holding ``share`` of the fleet."""
+        base = self.base
+        n = min(n, len(base.prompt))
+        if share >= 1.0:
+            return ClassStream(
+                name=base.name,
+                unit_times=base.unit_times[:n],
+                prompt=base.prompt[:n],
+                output=base.output[:n],
+                cancel_fraction=base.cancel_fraction[:n],
+            )
+        need = int(n / share * 1.1) + 64
+        while True:
+            self._extend_uniforms(need)
+            kept = np.flatnonzero(self.keep_u[:need] < share)
+            if len(kept) >= n:
+                break
+            need *= 2
+        kept = kept[:n]
+        self._extend_times(int(kept[-1]) + 1)
+        # Kept arrivals stay at their fleet times: in unit time of the group's own rate
+        # (share x the fleet's) that is fleet unit time x share.
+        return ClassStream(
+            name=base.name,
+            unit_times=self.times[kept] * share,
+            prompt=base.prompt[:n],
+            output=base.output[:n],
+            cancel_fraction=base.cancel_fraction[:n],
+        )
 
 
 def _ms(v: float | None) -> float | None:
@@ -130,13 +248,24 @@ class Evaluator:
         *,
         seed: int,
         requests: int,
+        group: int = FLEET_GROUP,
+        per_replica: int = REQUESTS_PER_REPLICA,
+        min_requests: int = MIN_REQUESTS,
+        progress: Progress | None = None,
     ) -> None:
+        """``requests``: the most one simulation uses (drawn once, shared by every run).
+
+        ``group``: replicas simulated at most (0: always the whole fleet, the reference the
+        reduction is tested against); ``per_replica``/``min_requests``: requests simulated
+        per simulated replica and in all (capped by ``requests``).
+        """
         self.plan = plan
         self.workload = workload
         self.provider = provider
         self.shape = shape
         self.efficiency = efficiency
         self.seed = seed
+        self.requests = requests
         serving = plan.serving
         self.max_model_len = serving.max_model_len
         rng = np.random.default_rng(seed)
@@ -152,6 +281,14 @@ class Evaluator:
                 adm.queue_deadline_ms if adm else cls.slo.queue_deadline_ms
             ) / 1e3
         self.retry = retry_spec(plan)
+        self.group = group
+        self.per_replica = per_replica
+        self.min_requests = min_requests
+        self.progress = progress if progress is not None else current()
+        self._fleet = {
+            cls.name: _FleetArrivals(self.streams[cls.name], cls.arrival.interarrival_cv, seed, i)
+            for i, cls in enumerate(workload.classes)
+        }
         self.p99_ctx = {c.name: p99_context(c, serving.max_model_len) for c in workload.classes}
         self._memory: dict[int, MemoryFit] = {}
         self._cache: dict[tuple[int, int, float, int], Evaluation] = {}
@@ -178,6 +315,8 @@ class Evaluator:
                 max_num_seqs=s.max_num_seqs,
                 max_model_len=s.max_model_len,
                 p99_context_by_class=self.p99_ctx,
+                accelerator=self.provider.accelerator.name,
+                runtime_version=self.provider.runtime.version,
             )
         return self._memory[tp]
 
@@ -199,36 +338,37 @@ class Evaluator:
             prefix_caching=s.enable_prefix_caching,
         )
 
+    def simulated(self, replicas: int) -> int:
+        """Replicas actually simulated for a fleet of ``replicas``."""
+        return replicas if self.group <= 0 else min(replicas, self.group)
+
     def run(self, tp: int, replicas: int, load_factor: float = 1.0, limit: int = 0) -> Evaluation:
+        """Simulate ``replicas`` ready replicas of TP ``tp`` at ``load_factor`` x the peak.
+
+        ``limit`` caps the simulated requests (the load curve's cheaper points).
+        """
         key = (tp, replicas, round(load_factor, 6), limit)
         if key in self._cache:
             return self._cache[key]
+        k = self.simulated(replicas)
+        share = k / replicas
+        drawn = sum(len(s.prompt) for s in self.streams.values())
+        total = max(self.min_requests, self.per_replica * k)
+        if limit:
+            total = min(total, limit)
         loads = []
         for cls in self.workload.classes:
             stream = self.streams[cls.name]
-            if limit:
-                n = max(
-                    50,
-                    int(
-                        limit
-                        * len(stream.prompt)
-                        / sum(len(s.prompt) for s in self.streams.values())
-                    ),
-                )
-                stream = ClassStream(
-                    name=stream.name,
-                    unit_times=stream.unit_times[:n],
-                    prompt=stream.prompt[:n],
-                    output=stream.output[:n],
-                    cancel_fraction=stream.cancel_fraction[:n],
-                )
+            n = len(stream.prompt)
+            if total < self.requests:
+                n = max(50, int(total * n / drawn))
             adm = self.plan.admission.classes.get(cls.name)
             loads.append(
                 ClassLoad(
                     name=cls.name,
                     priority=cls.priority,
-                    rate_rps=cls.arrival.peak_rps * load_factor,
-                    stream=stream,
+                    rate_rps=cls.arrival.peak_rps * load_factor * share,
+                    stream=self._fleet[cls.name].group(share, n),
                     deadline_s=self.deadlines[cls.name],
                     max_queue_depth=adm.max_queue_depth if adm else None,
                     prefix_share=planned_prefix_share(cls),
@@ -237,13 +377,29 @@ class Evaluator:
         sim = simulate(
             self.engine(tp),
             loads,
-            replicas=replicas,
+            replicas=k,
             retry=self.retry,
             balancer=self.plan.load_balancer,
             seed=self.seed,
         )
+        if k < replicas:
+            scale = replicas / k
+            sim = replace(
+                sim,
+                replicas=replicas,
+                offered_rps=sim.offered_rps * scale,
+                completed_rps=sim.completed_rps * scale,
+                output_tokens_per_s=sim.output_tokens_per_s * scale,
+                preemptions=round(sim.preemptions * scale),
+            )
         per_class, met, violations = predict_classes(sim, self.workload, self.deadlines)
-        ev = Evaluation(sim=sim, per_class=per_class, slo_met=met, violations=violations)
+        ev = Evaluation(
+            sim=sim,
+            per_class=per_class,
+            slo_met=met,
+            violations=violations,
+            simulated_replicas=k,
+        )
         self._cache[key] = ev
         return ev
 
@@ -272,30 +428,100 @@ class Evaluator:
         per_request = mean_out * decode / batch + prefill
         return 1.0 / per_request
 
-    def min_replicas(self, tp: int, *, cap: int = 512) -> int | None:
+    def min_replicas(
+        self, tp: int, *, cap: int = MAX_REPLICAS, start: int | None = None
+    ) -> int | None:
         """The fewest ready replicas meeting every class's p99 SLOs at peak.
 
-        Starts from the throughput estimate and scans replica by replica (down while the
-        SLOs hold, up until they do), so the answer is the smallest count at which they hold
-        and the next lower count fails, whatever the SLOs are.
+        Starts from ``start`` (default: the throughput estimate) and gallops, down while the
+        SLOs hold and up until they do, with steps from 1 replica (1/16 of the start for a
+        large fleet) doubling; then narrows the bracket by interpolating the worst SLO
+        ratio (``slo_margin``, log against log replicas) with bisection as the fallback
+        whenever a step does not halve it. The answer is a count at which the SLOs hold
+        and fail one replica lower, whatever the SLOs are, in O(log R) evaluations (about
+        ten at 1,000 replicas).
         """
         if not self.memory(tp).fits:
             return None
-        start = max(1, math.ceil(self.peak_rps / self.capacity_estimate(tp)))
-        r = min(start, cap)
-        if self.run(tp, r).slo_met:
-            while r > 1 and self.run(tp, r - 1).slo_met:
-                r -= 1
-            return r
-        step = 1
-        while r < cap:
-            nxt = min(cap, r + step)
-            if self.run(tp, nxt).slo_met:
-                # Galloped past: scan back down to the first passing count.
-                while nxt - 1 > r and self.run(tp, nxt - 1).slo_met:
-                    nxt -= 1
-                return nxt
-            r = nxt
-            if r - start >= 8:
-                step *= 2
+        if start is None:
+            start = math.ceil(self.peak_rps / self.capacity_estimate(tp))
+        start = min(cap, max(1, start))
+        first = max(1, start // 16)
+        margins: dict[int, float] = {0: math.inf}
+
+        def ok(r: int) -> bool:
+            self.progress.report("sizing", tp=tp, replicas=r)
+            ev = self.run(tp, r)
+            margins[r] = slo_margin(ev, self.workload)
+            return ev.slo_met
+
+        # Invariant once bracketed: ``lo`` fails (0 stands for "no replica") and ``hi`` holds.
+        if ok(start):
+            hi, step = start, first
+            while True:
+                lo = max(0, hi - step)
+                if lo == 0 or not ok(lo):
+                    break
+                hi, step = lo, step * 2
+        else:
+            lo, step = start, first
+            while True:
+                if lo >= cap:
+                    return None
+                hi = min(cap, lo + step)
+                if ok(hi):
+                    break
+                lo, step = hi, step * 2
+        bisect = False
+        while hi - lo > 1:
+            width = hi - lo
+            mid = (lo + hi) // 2
+            if not bisect:
+                mid = _interpolate(lo, margins[lo], hi, margins[hi]) or mid
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+            # Interpolation that fails to halve the bracket gives way to one bisection.
+            bisect = not bisect and hi - lo > width // 2
+        return hi
+
+
+def slo_margin(ev: Evaluation, workload: WorkloadProfile) -> float:
+    """The worst ratio of a predicted p99 (or shed rate, or queue p99) to its objective.
+
+    Above 1 exactly when ``predict_classes`` finds a violation; infinite when a class
+    completed nothing. The search interpolates it; it decides nothing itself.
+    """
+    worst = 0.0
+    for cls in workload.classes:
+        p = ev.per_class[cls.name]
+        if p.completed == 0:
+            return math.inf
+        slo = cls.slo
+        for value, limit in (
+            (p.ttft_p99_ms, slo.ttft_p99_ms),
+            (p.tpot_p99_ms, slo.tpot_p99_ms),
+            (p.e2e_p99_ms, slo.e2e_p99_ms),
+            (p.queue_p99_ms, slo.queue_deadline_ms),
+        ):
+            if value is not None and limit > 0:
+                worst = max(worst, value / limit)
+        worst = max(worst, p.shed_rate / MAX_SHED_RATE)
+    return worst
+
+
+def _interpolate(lo: int, m_lo: float, hi: int, m_hi: float) -> int | None:
+    """The count strictly inside (lo, hi) where the SLO ratio reaches 1, or None.
+
+    Per-replica load goes as 1/replicas and tail latency grows smoothly with it, so log
+    margin is interpolated against log replicas; the ceiling is taken (the first count
+    predicted to hold), kept one inside each end so the bracket always shrinks.
+    """
+    if lo < 1 or not (m_lo > 1.0 >= m_hi > 0.0) or math.isinf(m_lo):
         return None
+    a, b = math.log(m_lo), math.log(m_hi)
+    if a == b:
+        return None
+    x = math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * a / (a - b))
+    return min(hi - 1, max(lo + 1, math.ceil(x - 1e-9)))

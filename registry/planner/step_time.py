@@ -1,26 +1,45 @@
 """Step-time model of one engine step (one forward pass over the scheduled tokens).
 
-A step reads the weights once and the KV of every decoding sequence (memory bound at small
-and moderate batch), and computes 2 x active params FLOPs per token plus attention
-(compute bound for prefill chunks); its time is the larger of the two, plus a fixed
-per-step overhead, plus two all-reduces per layer under tensor parallelism (Megatron),
-whose cost follows the interconnect. Achievable fractions of peak bandwidth (MBU) and
-compute (MFU) are parameters, calibrated from load-test evidence when there is some.
+A step runs every layer once for all the tokens it carries, whether they are prefill chunk
+tokens or one token per decoding sequence, so its cost has three parts (plus a fixed
+overhead and, under tensor parallelism, the all-reduces):
+
+- linear layers, priced once per step for all tokens: the larger of their FLOPs
+  (2 x non-embedding parameters per token, plus the LM head per sampled token) over
+  MFU x peak and the bytes of the weights read over MBU x bandwidth (for a mixture of
+  experts only the experts the batch routes to);
+- attention, priced per request: a prefill chunk computes 4 x layers x heads x head dim
+  FLOPs per (token, context token) pair (QK^T and PV) at the attention kernel's share of
+  peak; a decoding sequence reads its KV cache at MBU x bandwidth;
+- two all-reduces per layer (Megatron) of the step's activations, ring algorithm, over the
+  interconnect.
+
+So a decode sharing a step with a prefill chunk costs the step only its KV read and its
+share of the GEMM rows, not a second pass over the weights. The achievable fractions come
+per accelerator and dtype from kernel measurements (registry/planner/efficiency.py), and
+are calibrated from load-test evidence when there is some.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from registry.planner.catalog import ModelShape
+from registry.planner.catalog import ModelShape, find_model
+from registry.planner.efficiency import kernel_efficiency
 from registry.planner.memory import kv_bytes_per_token
 from registry.records.provider import AcceleratorSpec, DType, InterconnectKind
 
-# Where each default comes from; the report prints these beside the values.
+# Where the fixed costs come from; the fractions' sources depend on the accelerator
+# (efficiency_sources). The report prints these beside the values.
+VIDUR_CPU = (
+    "microsoft/vidur@0633efae data/profiling/a100/cpu_overheads.csv (Llama-2-7B, TP1, "
+    "batch 8 to 64, medians): schedule + prepare inputs + sampler take 1.35 ms at 8 "
+    "sequences and 3.49 ms at 64, i.e. 1.04 ms + 0.038 ms per sequence; output processing "
+    "left out (vLLM V1 detokenises in the API server process); host CPU, not GPU, bound"
+)
 EFFICIENCY_SOURCES = {
-    "mbu": "Databricks LLM inference blog (2023): 55-60% MBU at batch 1 (TensorRT-LLM)",
-    "mfu": "assumed 0.5: below the 76% large-batch prefill MFU of Pope et al. 2022",
-    "step_overhead_ms": "assumed: scheduler, sampling and launch time per step with CUDA graphs",
+    "step_overhead_ms": VIDUR_CPU,
+    "sequence_overhead_ms": VIDUR_CPU,
     "allreduce_latency_us": "assumed small-message ring all-reduce latency (NCCL-tests order)",
     "link_efficiency": "assumed share of the link's per-direction bandwidth a ring reaches",
     "tp_efficiency_decay": "Databricks: MBU falls as the TP degree grows (smaller chunks per GPU)",
@@ -28,12 +47,32 @@ EFFICIENCY_SOURCES = {
 
 
 @dataclass(frozen=True)
-class Efficiency:
-    """Achievable fractions of peak and fixed costs; the calibration fits mbu and mfu."""
+class ResolvedEfficiency:
+    """The fractions a step model uses, after the accelerator's defaults are filled in."""
 
-    mbu: float = 0.6
-    mfu: float = 0.5
-    step_overhead_ms: float = 0.5
+    mbu: float
+    mfu: float
+    attn_mfu: float
+    layer_us: float
+    table_key: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of peak and fixed costs; the calibration fits mbu and mfu.
+
+    ``None`` takes the accelerator's and dtype's default from
+    registry/planner/efficiency.py (kernel measurements, with their sources).
+    """
+
+    mbu: float | None = None
+    mfu: float | None = None
+    attn_mfu: float | None = None
+    layer_overhead_us: float | None = None
+    # CPU time per step (scheduling, input preparation, sampling) and per running sequence.
+    step_overhead_ms: float = 1.04
+    sequence_overhead_ms: float = 0.038
     allreduce_latency_us_nvlink: float = 8.0
     allreduce_latency_us_pcie: float = 30.0
     link_efficiency: float = 0.7
@@ -41,6 +80,33 @@ class Efficiency:
 
     def with_fractions(self, mbu: float, mfu: float) -> Efficiency:
         return replace(self, mbu=mbu, mfu=mfu)
+
+    def resolve(self, accel: AcceleratorSpec, weight_bytes: float) -> ResolvedEfficiency:
+        entry, key = kernel_efficiency(accel.name, weight_bytes)
+        return ResolvedEfficiency(
+            mbu=entry.mbu if self.mbu is None else self.mbu,
+            mfu=entry.mfu if self.mfu is None else self.mfu,
+            attn_mfu=entry.attn_mfu if self.attn_mfu is None else self.attn_mfu,
+            layer_us=entry.layer_us if self.layer_overhead_us is None else self.layer_overhead_us,
+            table_key=key,
+            source=entry.source,
+        )
+
+
+def efficiency_sources(
+    efficiency: Efficiency, accel: AcceleratorSpec, weight_bytes: float
+) -> dict[str, str]:
+    """Where each default the step model uses comes from, for this accelerator and dtype."""
+    res = efficiency.resolve(accel, weight_bytes)
+    table = f"registry/planner/efficiency.py [{res.table_key}]: {res.source}"
+    out = {
+        "mbu": table if efficiency.mbu is None else "given",
+        "mfu": table if efficiency.mfu is None else "given",
+        "attn_mfu": table if efficiency.attn_mfu is None else "given",
+        "layer_overhead_us": table if efficiency.layer_overhead_us is None else "given",
+    }
+    out.update(EFFICIENCY_SOURCES)
+    return out
 
 
 def _flops_dtype(accel: AcceleratorSpec, weights_dtype_bytes: float) -> float:
@@ -72,10 +138,20 @@ class StepModel:
         tp = tensor_parallel
         self.tensor_parallel = tp
         self.efficiency = efficiency
+        res = efficiency.resolve(accel, shape.weight_bytes)
+        self.resolved = res
         decay = tp ** (-efficiency.tp_efficiency_decay) if tp > 1 else 1.0
-        bw = accel.memory_bandwidth_gb_s * 1e9 * efficiency.mbu * decay
-        flops = _flops_dtype(accel, shape.weight_bytes) * efficiency.mfu * decay
-        weights = shape.weights_total_bytes / tp
+        bw = accel.memory_bandwidth_gb_s * 1e9 * res.mbu * decay
+        flops = _flops_dtype(accel, shape.weight_bytes) * res.mfu * decay
+        # Attention runs in 16-bit whatever the weights' dtype.
+        attn_flops = _flops_dtype(accel, 2.0) * res.attn_mfu * decay
+        card = find_model(shape.name)
+        tied = card.tied_embeddings if card is not None else False
+        embed = float(shape.vocab_size * shape.hidden_size)
+        # The input embedding is a gather (a few rows per step), not a weight read, unless
+        # it is tied to the LM head, which every sampled token multiplies by.
+        read_params = shape.total_params - (0.0 if tied else embed)
+        weights = read_params * shape.weight_bytes / tp
         expert_bytes = shape.expert_params * shape.weight_bytes / tp
         self.dense_weight_time = (weights - expert_bytes) / bw
         self.expert_weight_time = expert_bytes / bw
@@ -83,11 +159,16 @@ class StepModel:
             shape.experts_per_token / shape.num_experts if shape.num_experts > 1 else 1.0
         )
         self.kv_time_per_token = kv_bytes_per_token(shape, tp) / bw
-        self.flop_time_per_token = 2.0 * shape.active_params / tp / flops
-        # Kaplan et al. 2020: attention adds 2 x n_layer x n_ctx x d_attn FLOPs per token.
+        # Every scheduled token runs the layers' GEMMs; only sampled tokens (one per decode)
+        # run the LM head (vLLM computes logits for the last position of each sequence).
+        body = max(shape.active_params - embed * (1.0 if tied else 2.0), 0.5 * shape.active_params)
+        self.flop_time_per_token = 2.0 * body / tp / flops
+        self.head_time_per_sample = 2.0 * embed / tp / flops
+        # QK^T and PV: 2 x 2 x head_dim FLOPs per head, layer and (token, context token) pair.
         d_attn = shape.attention_heads * shape.head_dim
-        self.attn_time_per_ctx_token = 2.0 * shape.layers * d_attn / tp / flops
-        self.overhead = efficiency.step_overhead_ms / 1e3
+        self.attn_time_per_ctx_token = 4.0 * shape.layers * d_attn / tp / attn_flops
+        self.overhead = efficiency.step_overhead_ms / 1e3 + shape.layers * res.layer_us / 1e6
+        self.per_sequence = efficiency.sequence_overhead_ms / 1e3
         if tp > 1:
             kind = accel.interconnect.kind
             latency = (
@@ -113,35 +194,47 @@ class StepModel:
         touched = 1.0 - (1.0 - self.expert_touch) ** max(1, tokens)
         return self.dense_weight_time + self.expert_weight_time * touched
 
+    def linear_time(self, tokens: int, samples: int) -> float:
+        """The linear layers once for ``tokens`` tokens, ``samples`` of them through the LM
+        head: compute bound or weight-read bound, whichever is slower."""
+        comp = self.flop_time_per_token * tokens + self.head_time_per_sample * samples
+        mem = self.weight_time(tokens)
+        return comp if comp > mem else mem
+
     def step(
         self, prefill_tokens: int, prefill_ctx: float, decodes: int, decode_ctx: float
     ) -> float:
         """One step: ``prefill_ctx`` is the sum over prefill tokens of the context each
         attends to; ``decode_ctx`` the KV tokens the decoding sequences read."""
         tokens = prefill_tokens + decodes
-        mem = self.weight_time(tokens) + self.kv_time_per_token * decode_ctx
-        comp = self.flop_time_per_token * tokens + self.attn_time_per_ctx_token * (
-            prefill_ctx + decode_ctx
-        )
         return (
             self.overhead
-            + (mem if mem > comp else comp)
+            + self.per_sequence * decodes
+            + self.linear_time(tokens, decodes)
+            + self.attn_time_per_ctx_token * prefill_ctx
+            + self.kv_time_per_token * decode_ctx
             + self.comm_fixed
-            + (self.comm_per_token * tokens)
+            + self.comm_per_token * tokens
         )
 
     def decode_lines(self, decodes: int, ctx: float) -> tuple[float, float, float, float, float]:
         """A decode-only stretch as ``c + max(a1 + b1 i, a2 + b2 i)`` for step i = 0, 1, ...
 
         Between events the batch is fixed and each step adds ``decodes`` KV tokens, so the
-        step time grows linearly; the simulator sums and inverts this in closed form.
+        step time grows linearly (the KV read); the simulator sums and inverts this in
+        closed form. Line 1 is weight-read bound, line 2 compute bound.
         """
-        c = self.overhead + self.comm_fixed + self.comm_per_token * decodes
-        a1 = self.weight_time(decodes) + self.kv_time_per_token * ctx
-        b1 = self.kv_time_per_token * decodes
-        a2 = (self.flop_time_per_token + 0.0) * decodes + self.attn_time_per_ctx_token * ctx
-        b2 = self.attn_time_per_ctx_token * decodes
-        return c, a1, b1, a2, b2
+        c = (
+            self.overhead
+            + self.per_sequence * decodes
+            + self.comm_fixed
+            + self.comm_per_token * decodes
+        )
+        kv = self.kv_time_per_token
+        a1 = self.weight_time(decodes) + kv * ctx
+        a2 = (self.flop_time_per_token + self.head_time_per_sample) * decodes + kv * ctx
+        b = kv * decodes
+        return c, a1, b, a2, b
 
 
 def _series(a: float, b: float, lo: int, hi: int) -> float:

@@ -8,13 +8,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import find_model, params_from_hf_config, resolve_model
-from registry.planner.memory import GIB, kv_bytes_per_token, memory_fit
+from registry.planner.catalog import (
+    exposed_memory_gib,
+    find_model,
+    params_from_hf_config,
+    resolve_model,
+)
+from registry.planner.memory import (
+    GIB,
+    VLLM_0_19,
+    MemoryParams,
+    activation_peak_bytes,
+    kv_bytes_per_token,
+    memory_fit,
+    params_for_runtime,
+)
 from registry.records.provider import ProviderProfile
 
 
-def shape(model: str, accel: str = "H100-SXM-80GB"):  # type: ignore[no-untyped-def]
-    return resolve_model(profiles.provider(model, accel))
+def shape(model: str, accel: str = "H100-SXM-80GB", dtype: str = "bf16"):  # type: ignore[no-untyped-def]
+    prov = profiles.provider(model, accel)
+    if dtype != "bf16":
+        doc = prov.model_dump(mode="json")
+        doc["model"]["weights_dtype"] = dtype
+        prov = ProviderProfile.model_validate(doc)
+    return resolve_model(prov)
 
 
 def test_kv_bytes_per_token_matches_published_figures() -> None:
@@ -45,9 +63,12 @@ def test_blocks_follow_vllm_formula() -> None:
         max_num_seqs=256,
         max_model_len=16384,
         p99_context_by_class={"a": 7200},
+        accelerator="H100-SXM-80GB",
     )
+    # vLLM multiplies what CUDA exposes (79.19 GiB on an "80 GB" H100), not the datasheet.
+    assert fit.device_total_gib == 79.19
     kv_bytes = (
-        80 * 0.9 - fit.weights_gib - fit.activation_peak_gib - fit.runtime_overhead_gib
+        79.19 * 0.9 - fit.weights_gib - fit.activation_peak_gib - fit.runtime_overhead_gib
     ) * GIB
     page = 2 * 16 * 8 * 128 * 2  # one layer's block: K and V, 16 tokens, 8 heads x 128, bf16
     assert fit.kv_blocks == math.floor(kv_bytes / (page * 32))
@@ -55,6 +76,74 @@ def test_blocks_follow_vllm_formula() -> None:
     assert fit.max_concurrency_at_p99_context == fit.kv_blocks // math.ceil(7200 / 16)
     assert math.isclose(fit.weights_gib, 8.03e9 * 2 / GIB)
     assert fit.fits
+
+
+def test_device_memory_is_what_cuda_exposes() -> None:
+    assert exposed_memory_gib(80, "H100-SXM-80GB")[0] == 79.19
+    assert exposed_memory_gib(80, "A100-SXM-80GB")[0] == 79.15
+    # Without a name an 80 GB part takes the smallest measured 80 GB figure.
+    assert exposed_memory_gib(80)[0] == 79.15
+    # A figure that is no datasheet size is taken as already measured.
+    assert exposed_memory_gib(79.19)[0] == 79.19
+    # No public log for the L4: the H100 ratio, and the source says so.
+    l4, source = exposed_memory_gib(24, "L4-24GB")
+    assert math.isclose(l4, 23.76) and "no public start-up log" in source
+
+
+def test_fp8_checkpoint_keeps_embeddings_and_lm_head_in_16_bits() -> None:
+    # RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic: "Model loading took 67.72 GiB" on one H100.
+    s = shape("llama-3.3-70b", dtype="fp8")
+    assert s.embedding_params == 2 * 128256 * 8192
+    assert abs(s.weights_total_bytes / GIB / 67.72 - 1) < 0.005
+    # bf16 weights are untouched.
+    assert math.isclose(shape("llama-3.1-8b").weights_total_bytes, 8.03e9 * 2)
+
+
+def test_activation_peak_is_the_profiling_sampler_at_max_num_seqs() -> None:
+    s = shape("llama-3.1-8b")
+
+    def peak(seqs: int, tp: int, params: MemoryParams) -> float:
+        return (
+            activation_peak_bytes(
+                s, tokens=8192, max_num_seqs=seqs, tensor_parallel=tp, params=params
+            )
+            / GIB
+        )
+
+    # Measured on H100: 4.76 GiB in vLLM ~0.11, 1.89 GiB in 0.19.0, both at 1024 sequences.
+    assert abs(peak(1024, 1, MemoryParams()) / 4.76 - 1) < 0.02
+    assert abs(peak(1024, 1, VLLM_0_19) / 1.89 - 1) < 0.02
+    # The logits are gathered whole on every rank: TP does not shrink the sampler's peak.
+    assert peak(1024, 4, VLLM_0_19) == peak(1024, 1, VLLM_0_19)
+    # With few sequences the forward pass over 8192 tokens is the peak; it shards with TP.
+    assert peak(8, 2, MemoryParams()) < peak(8, 1, MemoryParams())
+
+
+def test_runtime_version_picks_the_memory_profile() -> None:
+    assert params_for_runtime("0.19.0") is VLLM_0_19
+    assert params_for_runtime("0.21.1+cu128") is VLLM_0_19
+    assert params_for_runtime("0.10.2") == MemoryParams()
+    assert params_for_runtime(None) == MemoryParams()
+
+
+def test_70b_fp8_does_not_fit_one_80gb_gpu() -> None:
+    # vLLM ~0.11 on one H100: weights 67.72 GiB + activations 4.84 + non-torch 0.14 leave
+    # -1.44 GiB, "No available memory for the cache blocks"; TP2 leaves 32.0 GiB.
+    common = dict(
+        memory_gib=80,
+        gpu_memory_utilization=0.9,
+        block_size=16,
+        max_num_batched_tokens=8192,
+        max_num_seqs=1024,
+        max_model_len=16000,
+        p99_context_by_class={},
+        accelerator="H100-SXM-80GB",
+    )
+    s = shape("llama-3.3-70b", dtype="fp8")
+    one = memory_fit(s, tensor_parallel=1, **common)  # type: ignore[arg-type]
+    two = memory_fit(s, tensor_parallel=2, **common)  # type: ignore[arg-type]
+    assert not one.fits and "does not fit" in one.reason
+    assert two.fits and abs(two.kv_cache_gib / 32.0 - 1) < 0.05
 
 
 def test_pagedattention_opt13b_slots_within_ten_percent() -> None:

@@ -24,8 +24,8 @@ from tests.support.planner_cases import (
 )
 
 
-def plan(tp: int) -> CapacityPlan:
-    return profiles.plan(replicas=6, tp=tp, max_num_seqs=256, max_model_len=16384, zones=3)
+def plan(tp: int, max_model_len: int = 16384) -> CapacityPlan:
+    return profiles.plan(replicas=6, tp=tp, max_num_seqs=256, max_model_len=max_model_len, zones=3)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,9 @@ def quick() -> Iterator[None]:
 def results(quick: None) -> dict[str, PlanRecomputation]:
     wl = chat_workload()
     cases = {
-        "70b-fp8-nvlink-tp2": (plan(2), h100(LLAMA_70B, fp8=True)),
+        # At 16384 tokens TP=1 cannot hold one request (vLLM refuses to start); at 8192 it
+        # starts, with KV for one request at the p99 context: fits, but without useful KV.
+        "70b-fp8-nvlink-tp2": (plan(2, max_model_len=8192), h100(LLAMA_70B, fp8=True)),
         "8b-nvlink-tp2": (plan(2), h100(LLAMA_8B)),
         "8b-pcie-tp2": (plan(2), h100(LLAMA_8B, interconnect="pcie")),
         "8b-nvlink-tp1": (plan(1), h100(LLAMA_8B)),

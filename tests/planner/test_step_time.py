@@ -1,4 +1,5 @@
-"""Step-time model: closed forms against brute force, and tensor-parallel behaviour."""
+"""Step-time model: closed forms against brute force, mixed steps, per-accelerator
+efficiencies and tensor-parallel behaviour."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
 from registry.planner.catalog import resolve_model
-from registry.planner.step_time import Efficiency, StepModel, lines_sum, steps_within
+from registry.planner.efficiency import FALLBACK, H100_BF16, kernel_efficiency
+from registry.planner.step_time import (
+    Efficiency,
+    StepModel,
+    efficiency_sources,
+    lines_sum,
+    steps_within,
+)
 
 
 def model(name: str, accel: str, tp: int) -> StepModel:
@@ -40,11 +48,55 @@ def test_lines_sum_equals_brute_force(
 
 def test_decode_is_bandwidth_bound_and_prefill_compute_bound() -> None:
     m = model("llama-3.1-8b", "H100-SXM-80GB", 1)
-    # Batch 1 decode: about the weights over 60% of 3.35 TB/s.
-    assert 7.5e-3 < m.step(0, 0.0, 1, 100.0) < 9.5e-3
-    # Doubling a long prefill roughly doubles its time (compute bound).
+    # Batch 1 decode: the 15.0 GB of non-embedding weights over 77% of 3.35 TB/s (5.8 ms),
+    # plus 1.1 ms of CPU and 0.6 ms of small per-layer kernels.
+    assert 7.0e-3 < m.step(0, 0.0, 1, 100.0) < 8.0e-3
+    # Doubling a long prefill roughly doubles its time (compute bound), a bit more for the
+    # quadratic attention.
     t4k, t8k = m.step(4096, 4096 * 2048.0, 0, 0.0), m.step(8192, 8192 * 4096.0, 0, 0.0)
-    assert 1.9 < t8k / t4k < 2.3
+    assert 2.0 < t8k / t4k < 2.3
+
+
+def test_decodes_in_a_prefill_step_add_only_their_kv_reads_and_rows() -> None:
+    m = model("llama-3.1-8b", "H100-SXM-80GB", 1)
+    chunk = m.step(2048, 2048 * 1024.0, 0, 0.0)
+    decode = m.step(0, 0.0, 64, 64 * 1000.0)
+    mixed = m.step(2048, 2048 * 1024.0, 64, 64 * 1000.0)
+    # The weights are read once for the whole step, not once more for the decodes ...
+    assert mixed < chunk + decode - 0.9 * m.weight_time(64)
+    # ... and the decodes add their KV read, their GEMM rows, LM head and CPU time.
+    added = mixed - chunk
+    kv = m.kv_time_per_token * 64 * 1000.0
+    assert (
+        kv
+        < added
+        < kv + 64 * (m.flop_time_per_token + m.head_time_per_sample + m.per_sequence) + 1e-12
+    )
+
+
+def test_defaults_come_per_accelerator_with_a_source_and_a_fallback() -> None:
+    h100 = model("llama-3.1-8b", "H100-SXM-80GB", 1).resolved
+    a100 = model("llama-3.1-8b", "A100-SXM-80GB", 1).resolved
+    l4 = model("llama-3.1-8b", "L4-24GB", 1).resolved
+    assert (h100.mbu, h100.mfu) == (H100_BF16.mbu, H100_BF16.mfu)
+    assert "vidur" in h100.source and "FlashAttention" in h100.source
+    assert a100.mfu != h100.mfu and "a100" in a100.source
+    assert (l4.mbu, l4.mfu, l4.table_key) == (FALLBACK.mbu, FALLBACK.mfu, "fallback")
+    assert kernel_efficiency("h100", 1.0)[1] == "H100-SXM-80GB fp8"
+    # A stated fraction wins over the table; the sources say which.
+    prov = profiles.provider("llama-3.1-8b", "H100-SXM-80GB")
+    given = Efficiency(mbu=0.5)
+    assert given.resolve(prov.accelerator, 2.0).mbu == 0.5
+    sources = efficiency_sources(given, prov.accelerator, 2.0)
+    assert sources["mbu"] == "given" and "H100-SXM-80GB bf16" in sources["mfu"]
+
+
+def test_decode_lines_match_single_steps() -> None:
+    m = model("mixtral-8x7b", "H100-SXM-80GB", 2)
+    c, a1, b1, a2, b2 = m.decode_lines(48, 48 * 700.0)
+    for i in range(5):
+        single = m.step(0, 0.0, 48, 48 * 700.0 + 48 * i)
+        assert abs(c + max(a1 + b1 * i, a2 + b2 * i) - single) < 1e-12
 
 
 def test_tensor_parallel_gains_are_sublinear_and_worse_on_pcie() -> None:

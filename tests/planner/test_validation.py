@@ -1,26 +1,18 @@
 """Validation against published measurements (benchmarks/planner/validation.py).
 
 Every case prints its error. Cases within their target must stay there; the known misses
-(see docs/planner-validation.md) are strict xfails, so a model change that fixes one shows
-up as an unexpected pass and the table must be updated rather than silently drifting.
+(read in benchmarks/planner/validation_doc.py) are strict xfails, so a model change that
+fixes one shows up as an unexpected pass and its reading must go rather than drift.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.planner.validation import CASES, Case, Outcome
+from benchmarks.planner.validation import CASES, Case, Outcome, run_all
+from benchmarks.planner.validation_doc import DOC, READINGS, render
 
-KNOWN_MISSES = {
-    "TTFT p50 at 1 req/s",
-    "TTFT p99 at 1 req/s",
-    "saturation throughput (offered 183 req/s)",
-    "TPOT p50",
-    "TTFT MPT-7B, 4x A100-40GB",
-    "TTFT Llama-2-70B, 8x A100-40GB",
-    "TPOT reduction MPT-7B 2 -> 4 GPUs, batch 1",
-    "latency reduction H100 vs A100-40GB, 4 GPUs, batch 1",
-}
+KNOWN_MISSES = set(READINGS)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +34,24 @@ def test_case_within_target(case: Case) -> None:
     assert outcome.within, f"error {outcome.error:+.1%} beyond ±{case.target:.0%}"
 
 
-def test_memory_cases_all_within_ten_percent() -> None:
-    for case in CASES:
-        if case.kind == "memory":
-            assert Outcome(case, case.compute()).within
+def test_memory_cases_within_target_with_matching_verdicts() -> None:
+    memory = [Outcome(c, c.compute()) for c in CASES if c.kind == "memory"]
+    for o in memory:
+        assert o.within, f"{o.case.name}: {o.error:+.1%}, verdict ok {o.verdict_ok}"
+    # vLLM start-up logs: KV GiB within 5 %, unbiased, on the cases no default was read from.
+    logs = [o for o in memory if o.case.unit == "GiB" and o.case.fits is not None]
+    held_out = [o for o in logs if o.case.held_out]
+    assert len(logs) >= 10 and len(held_out) >= 6
+    assert all(o.case.target <= 0.05 for o in logs)
+    assert abs(sum(o.error for o in held_out) / len(held_out)) <= 0.05
+    assert any(o.case.fits is False for o in held_out)
+
+
+def test_every_known_miss_names_a_case() -> None:
+    assert {c.name for c in CASES} >= KNOWN_MISSES
+
+
+def test_validation_document_is_current() -> None:
+    assert DOC.read_text(encoding="utf-8") == render(run_all()), (
+        "docs/planner-validation.md is out of date: python -m benchmarks.planner.validation_doc"
+    )
