@@ -30,10 +30,6 @@ _TP_SCALING = (
 READINGS: dict[str, str] = {
     "TTFT p50 at 1 req/s": _API_SERVER,
     "TTFT p99 at 1 req/s": _API_SERVER,
-    "saturation throughput (offered 183 req/s)": (
-        "the simulation completes every offered request (completed = offered), so it "
-        "cannot show the 103 req/s the test sustained; the test's client also fell behind"
-    ),
     "TPOT p99": (
         "with 8000-token prompts the measured tail (27 ms) comes from decodes sharing steps "
         "with long prefill chunks more often than a regular arrival stream produces"

@@ -28,6 +28,12 @@ EvidenceItem = LoadTestEvidence | tuple[LoadTestEvidence, ProviderProfile]
 
 MBU_GRID = (0.3, 0.45, 0.6, 0.75, 0.9)
 MFU_GRID = (0.2, 0.35, 0.5, 0.65, 0.8)
+# Fractions a real replica can reach. Kernel benchmarks top out near 90 % of HBM bandwidth
+# and 80 % of dense peak (registry/planner/efficiency.py); below a quarter of either, the
+# engine is not what the test measured (a client, an API server, a network). A fit at or
+# beyond these is the model explaining the wrong thing: it is rejected, never used.
+PHYSICAL_MBU = (0.25, 0.9)
+PHYSICAL_MFU = (0.2, 0.8)
 CAL_REQUESTS = 1500
 
 
@@ -209,6 +215,22 @@ def calibrate(
             if loss < best[0]:
                 best = (loss, mbu, mfu)
     loss, mbu, mfu = best
+    implausible = _outside_physical(mbu, mfu)
+    if implausible:
+        names = ", ".join(c.name for c in cases)
+        return base, Calibration(
+            source_evidence=[],
+            ignored_evidence=ignored,
+            fitted=False,
+            mbu=defaults.mbu,
+            mfu=defaults.mfu,
+            step_overhead_ms=base.step_overhead_ms,
+            fit_error=None,
+            sources=sources,
+            rejected=f"the fit to {names} needs {implausible}: the step-time model does "
+            "not explain these tests (another bottleneck, or a replay unlike the test); the "
+            "defaults stay",
+        )
     fitted = base.with_fractions(mbu, mfu)
     residuals = _residuals(cases, fitted)
     rms = math.sqrt(_loss(residuals) / max(1, len(residuals)))
@@ -226,3 +248,13 @@ def calibrate(
         residuals=residuals,
         sources=sources,
     )
+
+
+def _outside_physical(mbu: float, mfu: float) -> str | None:
+    """Which fitted fraction lies at or beyond what a GPU can reach, if any."""
+    problems = [
+        f"{name} {value:.3f} (physical range {low:g} to {high:g})"
+        for name, value, (low, high) in (("MBU", mbu, PHYSICAL_MBU), ("MFU", mfu, PHYSICAL_MFU))
+        if not low < value < high
+    ]
+    return " and ".join(problems) or None

@@ -116,6 +116,7 @@ def _scenario(
         slo_met=ev.slo_met,
         violations=ev.violations,
         completed_rps=round(sim.completed_rps, 3),
+        sustained_rps=round(sim.sustained_rps, 3),
         output_tokens_per_s=round(sim.output_tokens_per_s, 1),
         preemptions=sim.preemptions,
         kv_usage_peak=round(sim.kv_usage_peak, 4),
@@ -651,6 +652,8 @@ def recompute(
                 f"serving.max_model_len = {fit.max_model_len} tokens (p99 prompt + output "
                 f"{fit.p99_context_tokens:.0f}); vLLM rejects them"
             )
+    if calibration.rejected:
+        findings.append(f"calibration rejected: {calibration.rejected}")
     if calibration.fitted and calibration.fit_error is not None and calibration.fit_error > 0.25:
         findings.append(
             f"the step-time model disagrees with the evidence (RMS log error "

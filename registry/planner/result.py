@@ -45,6 +45,11 @@ class Scenario(_Out):
     slo_met: bool
     violations: list[str] = Field(default_factory=list)
     completed_rps: float
+    sustained_rps: float = Field(
+        default=0.0,
+        description="Requests finished within the measured window per second: the "
+        "throughput a load test sees; below the offered rate when the replicas saturate.",
+    )
     output_tokens_per_s: float
     preemptions: int
     kv_usage_peak: float
@@ -193,6 +198,10 @@ class Calibration(_Out):
     )
     residuals: list[CalibrationResidual] = Field(default_factory=list)
     sources: dict[str, str] = Field(default_factory=dict)
+    rejected: str | None = Field(
+        default=None,
+        description="Why a fit was rejected (fractions no GPU reaches); the defaults stay.",
+    )
 
 
 class LoadPoint(_Out):

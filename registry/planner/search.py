@@ -389,6 +389,7 @@ class Evaluator:
                 replicas=replicas,
                 offered_rps=sim.offered_rps * scale,
                 completed_rps=sim.completed_rps * scale,
+                sustained_rps=sim.sustained_rps * scale,
                 output_tokens_per_s=sim.output_tokens_per_s * scale,
                 preemptions=round(sim.preemptions * scale),
             )

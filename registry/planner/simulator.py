@@ -86,6 +86,10 @@ class SimResult:
     window_s: float
     offered_rps: float
     completed_rps: float
+    # Requests finished inside the measured window, per second: what a load test that stops
+    # at the end of its arrivals sees. Under overload it is the throughput the replicas
+    # sustain; completed_rps (every request of the window, drained) stays at the offer.
+    sustained_rps: float
     output_tokens_per_s: float
     preemptions: int
     kv_usage_peak: float
@@ -156,7 +160,12 @@ def simulate(
     out = reqs.out
     cancelled = reqs.cancelled
 
+    finished_in_window = 0
+
     def on_complete(rid: int, now: float) -> None:
+        nonlocal finished_in_window
+        if warm_cut <= now <= horizon:
+            finished_in_window += 1
         o = origin[rid]
         t0 = arrival[o]
         if t0 < warm_cut:
@@ -337,6 +346,7 @@ def simulate(
         window_s=window,
         offered_rps=sum(c.rate_rps for c in classes),
         completed_rps=completed / window if window > 0 else 0.0,
+        sustained_rps=finished_in_window / window if window > 0 else 0.0,
         output_tokens_per_s=out_tok / window if window > 0 else 0.0,
         preemptions=sum(r.preemptions for r in reps),
         kv_usage_peak=max(r.kv_peak for r in reps),

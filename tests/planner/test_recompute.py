@@ -123,3 +123,30 @@ def test_calibration_uses_matching_evidence_and_reports_its_fit() -> None:
     assert "a100-run" in cal.ignored_evidence
     assert cal.fit_error is not None and cal.fit_error >= 0
     assert {r.metric for r in cal.residuals} >= {"ttft_p50_ms", "tpot_p50_ms"}
+
+
+def _scaled(ev: LoadTestEvidence, factor: float) -> LoadTestEvidence:
+    """The same test with every latency percentile multiplied by ``factor``."""
+    doc = ev.model_dump(mode="json")
+    for result in doc["results"]["per_class"].values():
+        for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"):
+            if result.get(metric):
+                result[metric]["quantiles"] = {
+                    k: v * factor for k, v in result[metric]["quantiles"].items()
+                }
+                if result[metric].get("mean") is not None:
+                    result[metric]["mean"] *= factor
+    return LoadTestEvidence.model_validate(doc)
+
+
+def test_a_fit_no_gpu_could_reach_is_rejected_with_a_finding() -> None:
+    """Latencies a quarter of the example's: only fractions past what an H100 reaches
+    would explain them, so the fit is rejected and the defaults stay."""
+    plan, wl, prov, ev = _load()
+    res = recompute(plan, wl, prov, evidence=[_scaled(ev, 0.25)], seed=0)
+    cal = res.calibration
+    assert not cal.fitted and cal.source_evidence == []
+    assert cal.rejected is not None and "physical range" in cal.rejected
+    assert any(f.startswith("calibration rejected:") for f in res.findings)
+    defaults = recompute(plan, wl, prov, seed=0).calibration
+    assert (cal.mbu, cal.mfu) == (defaults.mbu, defaults.mfu)

@@ -145,3 +145,14 @@ def test_evaluator_is_reentrant() -> None:
     b = Evaluator(pl, wl, prov, resolve_model(prov), Efficiency(), seed=3, requests=800)
     a.run(1, 1)
     assert a.run(1, 2).per_class == b.run(1, 2).per_class
+
+
+def test_overload_sustains_capacity_not_the_offered_rate() -> None:
+    """At several times what one replica serves, the run still drains every request of
+    the window (completed = offered), but what finishes while the load is on is the
+    replica's capacity: the figure a load test reports."""
+    light, heavy = _run(2.0, n=3000), _run(80.0, n=3000)
+    assert abs(light.sustained_rps / light.offered_rps - 1) < 0.1
+    assert abs(heavy.completed_rps / heavy.offered_rps - 1) < 0.05
+    assert heavy.sustained_rps < 0.6 * heavy.offered_rps
+    assert heavy.sustained_rps > light.sustained_rps
