@@ -74,8 +74,8 @@ def _summary(result: PlanRecomputation) -> str:
     )
 
 
-def section() -> str:
-    bare, calibrated = recomputations()
+def section(results: tuple[PlanRecomputation, PlanRecomputation] | None = None) -> str:
+    bare, calibrated = results or recomputations()
     return "\n".join(
         [
             f"The plan runs {bare.sizing.plan_total_replicas} replicas over "
@@ -88,10 +88,10 @@ def section() -> str:
     )
 
 
-def render(text: str) -> str:
+def render(text: str, results: tuple[PlanRecomputation, PlanRecomputation] | None = None) -> str:
     before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
-    return f"{before}{START}\n{section()}\n{END}{after}"
+    return f"{before}{START}\n{section(results)}\n{END}{after}"
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -27,21 +28,36 @@ def capgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
     )
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """A migrated local registry holding the worked example, its evidence dated last week."""
+def _env(db: Path) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    base.update(
-        CAPGATE_DATABASE_URL=f"sqlite:///{tmp_path / 'registry.db'}", CAPGATE_PRINCIPAL="ci"
-    )
+    base.update(CAPGATE_DATABASE_URL=f"sqlite:///{db}", CAPGATE_PRINCIPAL="ci")
+    return base
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worked example registered through the CLI once per module, its evidence dated
+    last week; each test gets its own copy of the database file."""
+    folder = tmp_path_factory.mktemp("seeded")
+    base = _env(folder / "registry.db")
     assert capgate("db", "upgrade", env=base).returncode == 0
     for kind in ("workload", "provider", "plan"):
         result = capgate(kind, "submit", str(example_path(kind)), env=base)
         assert result.returncode == 0, result.stderr
     # The example's load test is illustrative: date it within the 90-day freshness limit.
-    result = import_load_test(tmp_path, base, days_ago=6)
+    result = import_load_test(folder, base, days_ago=6)
     assert result.returncode == 0, result.stderr
-    return base
+    return folder / "registry.db"
+
+
+@pytest.fixture
+def env(seeded: Path, tmp_path: Path) -> dict[str, str]:
+    """A migrated local registry holding the worked example (a copy of the seeded one)."""
+    for suffix in ("", "-wal", "-shm"):
+        source = seeded.with_name(seeded.name + suffix)
+        if source.exists():
+            shutil.copyfile(source, tmp_path / source.name)
+    return _env(tmp_path / "registry.db")
 
 
 def import_load_test(
