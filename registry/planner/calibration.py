@@ -187,17 +187,18 @@ def calibrate(
     # The defaults are per accelerator and dtype (registry/planner/efficiency.py).
     sources = efficiency_sources(base, provider.accelerator, shape.weight_bytes)
     defaults = base.resolve(provider.accelerator, shape.weight_bytes)
+    unfitted = Calibration(
+        source_evidence=[],
+        ignored_evidence=ignored,
+        fitted=False,
+        mbu=defaults.mbu,
+        mfu=defaults.mfu,
+        step_overhead_ms=base.step_overhead_ms,
+        fit_error=None,
+        sources=sources,
+    )
     if not cases:
-        return base, Calibration(
-            source_evidence=[],
-            ignored_evidence=ignored,
-            fitted=False,
-            mbu=defaults.mbu,
-            mfu=defaults.mfu,
-            step_overhead_ms=base.step_overhead_ms,
-            fit_error=None,
-            sources=sources,
-        )
+        return base, unfitted
     best: tuple[float, float, float] | None = None
     for mbu in MBU_GRID:
         for mfu in MFU_GRID:
@@ -218,19 +219,11 @@ def calibrate(
     implausible = _outside_physical(mbu, mfu)
     if implausible:
         names = ", ".join(c.name for c in cases)
-        return base, Calibration(
-            source_evidence=[],
-            ignored_evidence=ignored,
-            fitted=False,
-            mbu=defaults.mbu,
-            mfu=defaults.mfu,
-            step_overhead_ms=base.step_overhead_ms,
-            fit_error=None,
-            sources=sources,
-            rejected=f"the fit to {names} needs {implausible}: the step-time model does "
-            "not explain these tests (another bottleneck, or a replay unlike the test); the "
-            "defaults stay",
+        why = (
+            f"the fit to {names} needs {implausible}: the step-time model does not explain "
+            "these tests (another bottleneck, or a replay unlike the test); the defaults stay"
         )
+        return base, unfitted.model_copy(update={"rejected": why})
     fitted = base.with_fractions(mbu, mfu)
     residuals = _residuals(cases, fitted)
     rms = math.sqrt(_loss(residuals) / max(1, len(residuals)))

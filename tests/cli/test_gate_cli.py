@@ -119,10 +119,12 @@ def test_deny_exits_1_and_names_the_policy(env: dict[str, str], tmp_path: Path) 
     assert json.loads(shown.stdout)["id"] == decision["id"]
 
 
-def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+def junit_report(
+    tmp_path: Path, env: dict[str, str], *, exit_code: int = 0
+) -> tuple[subprocess.CompletedProcess[str], ET.Element]:
+    """`gate check --format junit --output FILE` on the example plan."""
     report = tmp_path / "gate.xml"
-    result = capgate(
+    junit = capgate(
         "gate",
         "check",
         "chat-assistant-prod",
@@ -132,8 +134,13 @@ def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path)
         str(report),
         env=env,
     )
-    assert result.returncode == 1
-    suite = ET.parse(report).getroot()
+    assert junit.returncode == exit_code, junit.stdout + junit.stderr
+    return junit, ET.parse(report).getroot()
+
+
+def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path) -> None:
+    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    _, suite = junit_report(tmp_path, env, exit_code=1)
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert len(cases) == 11
     assert cases["drain_configured"].find("failure") is not None
@@ -306,25 +313,6 @@ def test_deny_as_github_annotations_and_sarif(env: dict[str, str], tmp_path: Pat
         }
     assert run["properties"]["outcome"] == "deny"
     assert run["invocations"][0]["executionSuccessful"] is True
-
-
-def junit_report(
-    tmp_path: Path, env: dict[str, str]
-) -> tuple[subprocess.CompletedProcess[str], ET.Element]:
-    """`gate check --format junit --output FILE` on the example plan (an allow)."""
-    report = tmp_path / "gate.xml"
-    junit = capgate(
-        "gate",
-        "check",
-        "chat-assistant-prod",
-        "--format",
-        "junit",
-        "--output",
-        str(report),
-        env=env,
-    )
-    assert junit.returncode == 0, junit.stdout + junit.stderr
-    return junit, ET.parse(report).getroot()
 
 
 def test_warnings_reach_annotations_sarif_and_junit_test_cases(
