@@ -4,8 +4,8 @@ The example's load test is illustrative: one replica of the planned serving conf
 1.2x the per-replica peak, both classes mixed, gamma (bursty) arrivals and client
 cancellations, run as two AIPerf load generators at the same time (one per class). Its
 TTFT, TPOT and end-to-end p50/p90/p99 are the planner's prediction for that test (seed 0)
-on a replica that reaches 68 % of the H100's memory bandwidth and 50 % of its compute
-(the calibration recovers those fractions from it); the other figures are set by hand.
+on a replica that reaches 68 % of the H100's memory bandwidth and 50 % of its compute,
+behind an API server taking 20 ms per request (the calibration recovers those from it); the other figures are set by hand.
 They are written in the shape AIPerf 0.11 writes ``profile_export_aiperf.json`` (phases in ``input_config``, metric blocks with
 ``unit, avg, pNN, min, max, std, count``), so the worked example goes through the same
 import path as a real file. Rerun after changing a figure:
@@ -54,8 +54,9 @@ CLASSES: dict[str, dict[str, Any]] = {
 }
 
 
-# Fractions of peak the example's replica reaches (what calibration should recover).
-MBU, MFU = 0.68, 0.50
+# Fractions of peak the example's replica reaches and its API server's time per request
+# (what calibration should recover).
+MBU, MFU, FRONTEND_MS = 0.68, 0.50, 20.0
 
 
 def predicted() -> dict[str, dict[str, dict[int, float]]]:
@@ -109,6 +110,8 @@ def predicted() -> dict[str, dict[str, dict[int, float]]]:
     case = _case(test, provider, plan, workload, resolve_model(provider), efficiency, 0)
     assert not isinstance(case, str), case
     case.evaluator.set_efficiency(efficiency)
+    # The replay predicts the engine alone; a real server adds its API server's time.
+    case.evaluator.frontend_s = FRONTEND_MS / 1e3
     per_class = case.evaluator.run(case.tp, case.replicas).per_class
     out: dict[str, dict[str, dict[int, float]]] = {}
     for name in CLASSES:

@@ -107,6 +107,7 @@ class LoadSetting:
     concurrency: int | None = None
     rate: float | None = None
     burstiness: float | None = None
+    constant: bool = False
     requests: int | None = None
     duration_s: float | None = None
     cancellation_pct: float | None = None
@@ -130,6 +131,7 @@ def _phase_setting(phase: dict[str, Any], setting: LoadSetting, notes: list[str]
             shape = pos(phase.get("smoothness")) or pos(phase.get("arrival_smoothness"))
             setting.burstiness = shape if shape is not None else 1.0
         elif pattern == "constant":
+            setting.constant = True
             notes.append("AIPerf constant arrivals: evenly spaced, no burstiness figure")
         if conc:
             notes.append(f"AIPerf rate phase capped at {conc} concurrent requests")
@@ -203,6 +205,7 @@ def _offered(stage: ParsedStage, setting: LoadSetting) -> None:
     stage.concurrency = setting.concurrency
     stage.request_rate_rps = setting.rate
     stage.burstiness = setting.burstiness
+    stage.constant_arrivals = setting.constant and setting.rate is not None
     pct = setting.cancellation_pct
     if setting.stated and pct is not None and 0 <= pct <= 100:
         stage.cancellation_rate = pct / 100.0  # AIPerf takes a percentage

@@ -75,6 +75,7 @@ class ParsedStage:
     request_rate_rps: float | None = None
     concurrency: int | None = None
     burstiness: float | None = None
+    constant_arrivals: bool = False  # evenly spaced arrivals (no burstiness figure)
     requests: int | None = None
     duration_s: float | None = None
     cancellation_rate: float | None = None
@@ -528,6 +529,7 @@ def offered_for(st: ParsedStage, *, classes: list[str], replicas: int) -> Offere
         concurrency=st.concurrency,
         rate_unbounded=st.rate_unbounded,
         burstiness=st.burstiness,
+        constant_arrivals=st.constant_arrivals,
         requests=st.requests,
         duration_s=st.duration_s,
         replicas=replicas,

@@ -150,6 +150,8 @@ def _offered_load(stage: ParsedStage, strategy: dict[str, Any]) -> None:
         stage.request_rate_rps = pos(strategy.get("rate"))
         if kind == "poisson":
             stage.burstiness = 1.0  # Poisson arrivals are gamma arrivals of shape 1
+        elif kind == "constant":
+            stage.constant_arrivals = True
     elif kind == "throughput":
         stage.rate_unbounded = True
         conc = count(strategy.get("max_concurrency"))

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from registry.records.common import Basis, Distribution, Histogram, quantile_level
 from registry.records.evidence import Percentiles
+from registry.records.workload import JointLengths
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -243,6 +244,96 @@ class LengthSketch:
             min=float(self.minimum),
             max=float(self.maximum),
         )
+
+
+# --- joint (prompt, output) histograms ---------------------------------------------------------
+#
+# Streamed on a medium grid of whole-token edges: unit bins up to 16 tokens, then 8 geometric
+# bins per octave (ratio 2**(1/8), ~9 %, edges rounded up to whole tokens) up to 2**30: 224
+# bins per axis, one dense int64 grid of ~400 KiB per class whatever the trace's length. The
+# stored histogram merges grid bins so each axis has at most 29 bins, cut at the marginal's
+# quantile levels below: 4 % slices of the requests, finer in the upper tail where long
+# requests (KV use, requests past max_model_len) are decided.
+
+JOINT_LEVELS: tuple[float, ...] = (
+    *(k / 25 for k in range(1, 25)),
+    0.98,
+    0.99,
+    0.995,
+    0.999,
+)
+
+
+def _mid_edges() -> FloatArray:
+    # 0..16 in unit bins, then 16..128 at 8 per octave: steps of 2, 4 and 8 tokens.
+    parts = [np.arange(0, 17, dtype=np.float64)]
+    lo = 16
+    for step in (2, 4, 8):
+        parts.append(np.arange(lo + step, 2 * lo + 1, step, dtype=np.float64))
+        lo *= 2
+    k = np.arange(1, (_MAX_EXP - 7) * 8 + 1, dtype=np.float64)
+    parts.append(np.ceil(_LINEAR_TOP * np.power(2.0, k / 8)))
+    return np.concatenate(parts)
+
+
+MID_EDGES: FloatArray = _mid_edges()
+
+
+class JointLengthSketch:
+    """Streaming 2-D histogram of (prompt, output) lengths on the ``MID_EDGES`` grid."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        bins = MID_EDGES.size - 1
+        self.counts: npt.NDArray[np.int64] = np.zeros((bins, bins), dtype=np.int64)
+
+    def add_arrays(self, prompt: FloatArray, output: FloatArray) -> None:
+        """Add pairs; the lengths were checked by the marginal sketches (finite, >= 0)."""
+        if prompt.size != output.size:
+            raise ValueError("prompt and output lengths must pair up")
+        if prompt.size == 0:
+            return
+        bins = MID_EDGES.size - 1
+        i = np.searchsorted(MID_EDGES, prompt, side="right") - 1
+        j = np.searchsorted(MID_EDGES, output, side="right") - 1
+        flat = np.bincount(i * bins + j, minlength=bins * bins)
+        self.counts += flat.reshape(bins, bins)
+
+    @property
+    def count(self) -> int:
+        return int(self.counts.sum())
+
+    def joint_lengths(self) -> JointLengths:
+        """The stored form: grid bins merged at ``JOINT_LEVELS`` of each marginal, sparse."""
+        if self.count == 0:
+            raise ValueError("no values")
+        p_cut = _cuts(self.counts.sum(axis=1))
+        o_cut = _cuts(self.counts.sum(axis=0))
+        merged = np.add.reduceat(self.counts[p_cut[0] : p_cut[-1]], p_cut[:-1] - p_cut[0], axis=0)
+        merged = np.add.reduceat(merged[:, o_cut[0] : o_cut[-1]], o_cut[:-1] - o_cut[0], axis=1)
+        rows, cols = np.nonzero(merged)
+        cells = [(int(i), int(j), int(merged[i, j])) for i, j in zip(rows, cols, strict=True)]
+        return JointLengths(
+            prompt_edges=[float(MID_EDGES[k]) for k in p_cut],
+            output_edges=[float(MID_EDGES[k]) for k in o_cut],
+            cells=cells,
+        )
+
+
+def _cuts(marginal: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """Grid edge indices bounding the merged bins of one axis (first and last included).
+
+    From the lowest to past the highest non-empty grid bin, cut at the first grid edge at
+    or past each of ``JOINT_LEVELS`` of the requests; a grid bin heavier than a slice stays
+    one bin, so an axis has at most ``len(JOINT_LEVELS) + 1`` bins.
+    """
+    nonzero = np.flatnonzero(marginal)
+    first, last = int(nonzero[0]), int(nonzero[-1]) + 1
+    cum = np.concatenate([[0], np.cumsum(marginal)]) / float(marginal.sum())
+    inner = np.searchsorted(cum, np.asarray(JOINT_LEVELS), side="left")
+    cuts = np.unique(np.concatenate([[first, last], np.clip(inner, first, last)]))
+    return cuts.astype(np.intp)
 
 
 def length_distribution_from_samples(values: FloatArray) -> Distribution | None:

@@ -174,6 +174,21 @@ MODELS: tuple[ModelCard, ...] = (
         source=_HF.format(repo="Qwen/Qwen2.5-7B-Instruct"),
     ),
     ModelCard(
+        name="Qwen/Qwen2-7B-Instruct",
+        aliases=("qwen2-7b", "qwen2-7b-instruct"),
+        layers=28,
+        hidden_size=3584,
+        attention_heads=28,
+        kv_heads=4,
+        head_dim=128,
+        intermediate_size=18944,
+        vocab_size=152064,
+        total_params_b=7.62,
+        active_params_b=7.62,
+        max_context_tokens=32768,
+        source=_HF.format(repo="Qwen/Qwen2-7B-Instruct"),
+    ),
+    ModelCard(
         name="Qwen/Qwen3-32B",
         aliases=("qwen3-32b",),
         layers=64,
@@ -309,6 +324,23 @@ ACCELERATORS: tuple[AcceleratorCard, ...] = (
         interconnect=InterconnectKind.pcie,
         interconnect_gb_s=64,
         source=_NV.format(part="L40S") + "; PCIe Gen4 x16 (64 GB/s bidirectional), no NVLink",
+    ),
+    AcceleratorCard(
+        name="RTX-3090-24GB",
+        aliases=("rtx-3090", "rtx3090", "geforce-rtx-3090"),
+        memory_gib=24,
+        memory_bandwidth_gb_s=936,
+        dense_tflops={"bf16": 71, "fp16": 71},
+        interconnect=InterconnectKind.pcie,
+        interconnect_gb_s=64,
+        source="NVIDIA Ampere GA102 GPU Architecture whitepaper v2.0, Appendix A (GeForce RTX "
+        "3090: 24 GB GDDR6X, 936 GB/s, 71 dense BF16/FP16 tensor TFLOPS with FP32 accumulate); "
+        "PCIe Gen4 x16 (64 GB/s bidirectional)",
+        exposed_memory_gib=23.54,
+        exposed_source="vLLM 0.17.1 OOM line 'GPU 0 has a total capacity of 23.54 GiB' on an RTX "
+        "3090 (driver 580.159.03), TheBuccaneer/vllm-offload-profiles@"
+        "1e3f023eae1617eb45b94f676d1f5314f866d730 data/provenance/gpu_memory_configuration/"
+        "fixd_llama_gmem090_offload0_failed.log; older drivers report 23.58 GiB",
     ),
     AcceleratorCard(
         name="MI300X-192GB",

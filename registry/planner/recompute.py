@@ -35,7 +35,7 @@ from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.workload import WorkloadProfile
 
-PLANNER_VERSION = "capgate-planner 0.2.0"
+PLANNER_VERSION = "capgate-planner 0.3.0"
 
 # Requests one simulation draws at most: FLEET_GROUP x REQUESTS_PER_REPLICA (search.py),
 # whatever the fleet's size. The chart's points are shorter runs, except the peak's, which
@@ -117,6 +117,7 @@ def _scenario(
         violations=ev.violations,
         completed_rps=round(sim.completed_rps, 3),
         sustained_rps=round(sim.sustained_rps, 3),
+        goodput_rps=round(sim.goodput_rps, 3),
         output_tokens_per_s=round(sim.output_tokens_per_s, 1),
         preemptions=sim.preemptions,
         kv_usage_peak=round(sim.kv_usage_peak, 4),
@@ -316,6 +317,7 @@ def recompute(
         seed=seed,
         requests=SIM_REQUESTS,
         progress=report,
+        frontend_ms=calibration.frontend_ms,
     )
     findings: list[str] = list(shape.notes)
     plan_tp = plan.parallelism.tensor_parallel
@@ -536,7 +538,10 @@ def recompute(
     # --- cost -------------------------------------------------------------------------------
     gpus = plan_total * plan.parallelism.gpus_per_replica
     tokens_per_hour = sum(
-        c.arrival.mean_rps * float(np.mean(ev.streams[c.name].output)) * 3600.0
+        # Rejected requests produce no output tokens.
+        c.arrival.mean_rps
+        * float(np.mean(np.where(ev.streams[c.name].rejected, 0, ev.streams[c.name].output)))
+        * 3600.0
         for c in workload.classes
     )
     cost = Cost(

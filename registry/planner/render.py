@@ -75,13 +75,15 @@ def render_text(result: PlanRecomputation) -> str:
         f"${r.cost.per_million_output_tokens_usd or 0:.3f} per million output tokens",
     ]
     c = r.calibration
+    front = "" if c.frontend_ms is None else f", API server {c.frontend_ms:g} ms per request"
     if c.fitted:
         lines.append(
-            f"calibration: MBU {c.mbu:.2f}, MFU {c.mfu:.2f} fitted to "
+            f"calibration: MBU {c.mbu:.2f}, MFU {c.mfu:.2f}{front} fitted to "
             f"{', '.join(c.source_evidence)} (RMS log error {c.fit_error})"
         )
     else:
-        lines.append(f"calibration: defaults MBU {c.mbu:.2f}, MFU {c.mfu:.2f} (no usable evidence)")
+        why = "fit rejected, see findings" if c.rejected else "no usable evidence"
+        lines.append(f"calibration: defaults MBU {c.mbu:.2f}, MFU {c.mfu:.2f}{front} ({why})")
     for name, why in c.ignored_evidence.items():
         lines.append(f"  evidence {name} not used: {why}")
     if r.findings:

@@ -50,6 +50,11 @@ class Scenario(_Out):
         description="Requests finished within the measured window per second: the "
         "throughput a load test sees; below the offered rate when the replicas saturate.",
     )
+    goodput_rps: float = Field(
+        default=0.0,
+        description="Requests sent within the measured window that finished inside it "
+        "within every SLO of their class (TTFT, TPOT, end to end), per second.",
+    )
     output_tokens_per_s: float
     preemptions: int
     kv_usage_peak: float
@@ -201,6 +206,12 @@ class Calibration(_Out):
     rejected: str | None = Field(
         default=None,
         description="Why a fit was rejected (fractions no GPU reaches); the defaults stay.",
+    )
+    frontend_ms: float | None = Field(
+        default=None,
+        description="The API server's time per request added to TTFT and end-to-end "
+        "latency: fitted with the fractions when the evidence measured TTFT, else the "
+        "runtime's default (registry/planner/efficiency.py FRONTEND).",
     )
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from registry.planner.events import DECODE, DONE, PREFILL, WAITING
 from registry.planner.requests import Requests
-from registry.planner.step_time import StepModel, lines_sum, steps_within
+from registry.planner.step_time import StepModel
 
 MAX_STRETCH = 1 << 16
 
@@ -44,6 +44,7 @@ class Replica:
     __slots__ = (
         "busy_time",
         "ctx",
+        "dur",
         "fcfs",
         "finish_heap",
         "index",
@@ -51,7 +52,9 @@ class Replica:
         "kv_area",
         "kv_peak",
         "kv_tokens",
-        "lines",
+        "line_b",
+        "line_c",
+        "line_m",
         "mode",
         "n_dec",
         "n_waiting",
@@ -76,7 +79,8 @@ class Replica:
         self.waiting: deque[int] = deque()
         self.n_waiting = 0
         self.wait_by_class = [0] * n_classes
-        self.running: list[int] = []
+        # Admission order, as a dict: completions remove from the middle in O(1).
+        self.running: dict[int, None] = {}
         self.prefilling: list[int] = []
         self.n_dec = 0
         self.ctx = 0  # KV tokens the decoding sequences read per step
@@ -86,7 +90,12 @@ class Replica:
         self.version = 0
         self.start = 0.0
         self.k = 0
-        self.lines = (0.0, 0.0, 0.0, 0.0, 0.0)
+        # The stretch in flight: step i takes line_c + line_m + line_b * i (decode_terms),
+        # and its k steps take dur in all.
+        self.line_c = 0.0
+        self.line_m = 0.0
+        self.line_b = 0.0
+        self.dur = 0.0
         self.pending: list[tuple[int, int]] = []
         self.finish_heap: list[tuple[int, int]] = []
         self.preemptions = 0
@@ -104,7 +113,13 @@ class Replica:
 
 
 class Engine:
-    """The scheduling rules and step costs shared by a run's replicas."""
+    """The scheduling rules and step costs shared by a run's replicas.
+
+    ``schedule``, ``finish_step`` and ``cut_stretch`` run a few times per simulated request,
+    so they read the request fields through list aliases bound here (the lists of
+    ``Requests`` only grow in place), keep replica counters in locals and inline their small
+    helpers: attribute lookups and calls are most of their cost.
+    """
 
     def __init__(
         self,
@@ -122,62 +137,70 @@ class Engine:
         self.reqs = reqs
         self.step = step
         self.cap = kv_blocks * block_size
+        # The same capacity as a float: float-to-float comparisons take CPython's fast path,
+        # and every KV quantity here is a multiple of one half, exact in a double.
+        self._cap_f = float(self.cap)
         self.half_block = block_size / 2.0
+        # n * half_block for every possible count of running requests: an int times a float
+        # is one of CPython's slow paths, a list lookup is not (same values).
+        self._half_blocks = [n * self.half_block for n in range(max_num_seqs + 2)]
         self.max_seqs = max_num_seqs
         self.budget = max_num_batched_tokens
         self.fcfs = fcfs
         self.chunked = chunked_prefill
         self.on_complete = on_complete
+        self._kv_time = step.kv_time_per_token
+        # step.decode_terms by decode batch size (a run sees a few hundred sizes at most).
+        self._decode_terms: dict[int, tuple[float, float, float]] = {}
+        self._arrival = reqs.arrival
+        self._prio = reqs.prio
+        self._order = reqs.order
+        self._cls = reqs.cls
+        self._replica = reqs.replica
+        self._state = reqs.state
+        self._target = reqs.target
+        self._computed = reqs.computed
+        self._hit = reqs.hit
+        self._kvbase = reqs.kvbase
+        self._finish = reqs.finish
+        self._gen = reqs.gen
+        self._dstep = reqs.dstep
+        self._out = reqs.out
+        self._admitted = reqs.admitted
+        self._first_token = reqs.first_token
 
     # --- waiting queue -------------------------------------------------------------------
     def enqueue(self, r: Replica, rid: int, *, front: bool = False) -> None:
-        reqs = self.reqs
         if r.fcfs:
             if front:
                 r.waiting.appendleft(rid)
             else:
                 r.waiting.append(rid)
         else:
-            heapq.heappush(r.pheap, (reqs.prio[rid], reqs.arrival[rid], reqs.order[rid], rid))
+            heapq.heappush(r.pheap, (self._prio[rid], self._arrival[rid], self._order[rid], rid))
         r.n_waiting += 1
-
-    def _head(self, r: Replica) -> int:
-        state = self.reqs.state
-        if r.fcfs:
-            q = r.waiting
-            while q and state[q[0]] != WAITING:
-                q.popleft()
-            return q[0] if q else -1
-        heap = r.pheap
-        while heap and state[heap[0][3]] != WAITING:
-            heapq.heappop(heap)
-        return heap[0][3] if heap else -1
-
-    def _pop_head(self, r: Replica) -> None:
-        if r.fcfs:
-            r.waiting.popleft()
-        else:
-            heapq.heappop(r.pheap)
 
     def can_admit_now(self, r: Replica, rid: int) -> bool:
         """Whether an arrival could be admitted at the next step boundary."""
-        if len(r.running) >= self.max_seqs:
+        n_run = len(r.running)
+        if n_run >= self.max_seqs:
             return False
-        reqs = self.reqs
-        need = reqs.target[rid] - reqs.hit[rid]
-        used = r.kv_tokens + (len(r.running) + 1) * self.half_block
-        return used + min(need, self.budget) <= self.cap
+        need = self._target[rid] - self._hit[rid]
+        budget = self.budget
+        used = r.kv_tokens + self._half_blocks[n_run + 1]
+        return used + (need if need < budget else budget) <= self._cap_f
 
     # --- preemption ----------------------------------------------------------------------
     def _victim(self, r: Replica) -> int:
         if self.fcfs:
-            return r.running[-1]
-        reqs = self.reqs
-        return max(r.running, key=lambda i: (reqs.prio[i], reqs.arrival[i]))
+            return next(reversed(r.running))
+        prio = self._prio
+        arrival = self._arrival
+        return max(r.running, key=lambda i: (prio[i], arrival[i]))
 
     def _preempt(self, r: Replica, rid: int) -> None:
         reqs = self.reqs
-        r.running.remove(rid)
+        del r.running[rid]
         if reqs.state[rid] == DECODE:
             done = r.steps - reqs.dstep[rid]
             kv = reqs.kvbase[rid] + done
@@ -185,6 +208,10 @@ class Engine:
             r.ctx -= kv
             r.kv_tokens -= kv
             reqs.gen[rid] += done
+            # The finish heap holds exactly the decoding requests, so neither schedule()
+            # nor finish_step() checks its entries; preemption is rare enough to pay O(n).
+            r.finish_heap.remove((reqs.finish[rid], rid))
+            heapq.heapify(r.finish_heap)
         else:
             r.prefilling.remove(rid)
             r.kv_tokens -= reqs.computed[rid] - reqs.kvbase[rid]
@@ -196,76 +223,133 @@ class Engine:
         r.preemptions += 1
         self.enqueue(r, rid, front=True)
 
-    # --- one scheduling decision ---------------------------------------------------------
-    def schedule(self, r: Replica, now: float) -> float:
-        """Decide the next step (or stretch) at ``now``; return its end time, or -1 if idle."""
-        reqs = self.reqs
+    def _schedule_prefilling(
+        self, r: Replica, budget: int, pending: list[tuple[int, int]]
+    ) -> tuple[int, int, float, bool]:
+        """Continue the partial prefills (chunked prefill) within ``budget``, preempting as
+        needed; return what is left of the budget, the prefill tokens and the context they
+        attend to, and whether a request was preempted."""
         cap = self.cap
         half = self.half_block
-        preempted = False
-        budget = self.budget
-        # Running decodes grow by one token each; make room by preemption if needed.
-        while r.n_dec and r.kv_tokens + r.n_dec + len(r.running) * half > cap:
-            self._preempt(r, self._victim(r))
-            preempted = True
-        budget -= r.n_dec
-        pending: list[tuple[int, int]] = []
+        running = r.running
+        state = self._state
+        computed = self._computed
+        target = self._target
         prefill_tokens = 0
         prefill_ctx = 0.0
-        computed = reqs.computed
-        target = reqs.target
+        preempted = False
         for rid in list(r.prefilling):
             if budget <= 0:
                 break
-            if reqs.state[rid] != PREFILL:
+            if state[rid] != PREFILL:
                 continue
             chunk = min(target[rid] - computed[rid], budget)
-            while r.kv_tokens + chunk + len(r.running) * half > cap:
+            while r.kv_tokens + chunk + len(running) * half > cap:
                 victim = self._victim(r)
                 self._preempt(r, victim)
                 preempted = True
                 if victim == rid:
                     break
-            if reqs.state[rid] != PREFILL:
+            if state[rid] != PREFILL:
                 break  # it preempted itself: stop scheduling running requests (vLLM)
             budget -= chunk
             r.kv_tokens += chunk
             prefill_tokens += chunk
             prefill_ctx += chunk * (computed[rid] + chunk / 2.0)
             pending.append((rid, chunk))
-        if not preempted:
-            while budget > 0 and len(r.running) < self.max_seqs:
-                rid = self._head(r)
-                if rid < 0:
-                    break
-                start = reqs.hit[rid]
-                need = target[rid] - start
-                if need <= 0:
-                    start = target[rid] - 1  # a full hit still recomputes the last token
-                    need = 1
-                chunk = need if need < budget else budget
-                if not self.chunked and chunk < need:
-                    break
-                if r.kv_tokens + chunk + (len(r.running) + 1) * half > cap:
-                    break  # head-of-line: later requests are not tried
-                self._pop_head(r)
-                r.n_waiting -= 1
-                if reqs.admitted[rid] != reqs.admitted[rid]:  # NaN: first admission
-                    reqs.admitted[rid] = now
-                    r.wait_by_class[reqs.cls[rid]] -= 1
-                reqs.state[rid] = PREFILL
-                reqs.replica[rid] = r.index
-                computed[rid] = start
-                reqs.kvbase[rid] = start  # while prefilling: tokens not computed (cache hits)
-                r.running.append(rid)
-                r.prefilling.append(rid)
-                budget -= chunk
-                r.kv_tokens += chunk
-                prefill_tokens += chunk
-                prefill_ctx += chunk * (start + chunk / 2.0)
-                pending.append((rid, chunk))
+        return budget, prefill_tokens, prefill_ctx, preempted
+
+    # --- one scheduling decision ---------------------------------------------------------
+    def schedule(self, r: Replica, now: float) -> float:
+        """Decide the next step (or stretch) at ``now``; return its end time, or -1 if idle."""
+        cap = self._cap_f
+        half = self.half_block
+        halves = self._half_blocks
+        running = r.running
         n_dec = r.n_dec
-        usage = (r.kv_tokens + len(r.running) * half) / cap if cap else 1.0
+        kv_tokens = r.kv_tokens
+        n_run = len(running)
+        preempted = False
+        # Running decodes grow by one token each; make room by preemption if needed.
+        if n_dec and kv_tokens + n_dec + halves[n_run] > cap:
+            while r.n_dec and r.kv_tokens + r.n_dec + len(running) * half > cap:
+                self._preempt(r, self._victim(r))
+            preempted = True
+            n_dec = r.n_dec
+            kv_tokens = r.kv_tokens
+            n_run = len(running)
+        pending: list[tuple[int, int]] = []
+        prefill_tokens = 0
+        prefill_ctx = 0.0
+        if r.prefilling or r.n_waiting:
+            budget = self.budget - n_dec
+            if r.prefilling:
+                budget, prefill_tokens, prefill_ctx, cut = self._schedule_prefilling(
+                    r, budget, pending
+                )
+                preempted = preempted or cut
+                n_dec = r.n_dec
+                kv_tokens = r.kv_tokens
+                n_run = len(running)
+            # With nothing waiting the queue holds only stale entries; a later call drops them.
+            if not preempted and r.n_waiting:
+                state = self._state
+                target = self._target
+                hit = self._hit
+                admitted = self._admitted
+                computed = self._computed
+                kvbase = self._kvbase
+                prefilling = r.prefilling
+                max_seqs = self.max_seqs
+                fcfs = r.fcfs
+                queue = r.waiting
+                pheap = r.pheap
+                while budget > 0 and n_run < max_seqs:
+                    # The head of the queue, dropping entries no longer waiting (shed).
+                    if fcfs:
+                        while queue and state[queue[0]] != WAITING:
+                            queue.popleft()
+                        if not queue:
+                            break
+                        rid = queue[0]
+                    else:
+                        while pheap and state[pheap[0][3]] != WAITING:
+                            heapq.heappop(pheap)
+                        if not pheap:
+                            break
+                        rid = pheap[0][3]
+                    start = hit[rid]
+                    need = target[rid] - start
+                    if need <= 0:
+                        start = target[rid] - 1  # a full hit still recomputes the last token
+                        need = 1
+                    chunk = need if need < budget else budget
+                    if not self.chunked and chunk < need:
+                        break
+                    if kv_tokens + chunk + halves[n_run + 1] > cap:
+                        break  # head-of-line: later requests are not tried
+                    if fcfs:
+                        queue.popleft()
+                    else:
+                        heapq.heappop(pheap)
+                    r.n_waiting -= 1
+                    if admitted[rid] != admitted[rid]:  # NaN: first admission
+                        admitted[rid] = now
+                        r.wait_by_class[self._cls[rid]] -= 1
+                    state[rid] = PREFILL
+                    self._replica[rid] = r.index
+                    computed[rid] = start
+                    kvbase[rid] = start  # while prefilling: tokens not computed (cache hits)
+                    running[rid] = None
+                    prefilling.append(rid)
+                    n_run += 1
+                    budget -= chunk
+                    kv_tokens += chunk
+                    prefill_tokens += chunk
+                    prefill_ctx += chunk * (start + chunk / 2.0)
+                    pending.append((rid, chunk))
+                r.kv_tokens = kv_tokens
+        usage = (kv_tokens + halves[n_run]) / cap if cap else 1.0
         if usage > r.kv_peak:
             r.kv_peak = usage
         if pending:
@@ -275,103 +359,154 @@ class Engine:
             r.k = 1
         elif n_dec:
             heap = r.finish_heap
-            finish = reqs.finish
-            while heap and finish[heap[0][1]] != heap[0][0]:
-                heapq.heappop(heap)
             k = heap[0][0] - r.steps if heap else MAX_STRETCH
-            room = int((cap - r.kv_tokens - len(r.running) * half) // n_dec)
+            # Steps until the KV cache is full: a whole number as a float; int() is a slow
+            # call, needed only when the cache, not a completion, ends the stretch.
+            room = (cap - kv_tokens - halves[n_run]) // n_dec
             if room < k:
-                k = room
+                k = int(room)
             if k > MAX_STRETCH:
                 k = MAX_STRETCH
             if k < 1:
                 k = 1
-            lines = self.step.decode_lines(n_dec, r.ctx)
-            dur = lines_sum(*lines, k)
+            terms = self._decode_terms.get(n_dec)
+            if terms is None:
+                terms = self._decode_terms[n_dec] = self.step.decode_terms(n_dec)
+            c, base, b = terms
+            m = base + self._kv_time * r.ctx
+            # lines_sum(*step.decode_lines(n_dec, ctx), k) in its equal-slopes branch, with
+            # the same operations in the same order (cut_stretch repeats this expression);
+            # k as a float (exact) keeps the products on CPython's fast path.
+            kf = float(k)
+            dur = c * kf + (m * kf + b * (kf - 1.0) * kf / 2.0)
             r.mode = STRETCH
-            r.lines = lines
+            r.line_c = c
+            r.line_m = m
+            r.line_b = b
+            r.dur = dur
             r.k = k
         else:
             r.mode = IDLE
             return -1.0
+        n_waiting = r.n_waiting
         r.start = now
         r.version += 1
         r.busy_time += dur
-        r.wait_area += r.n_waiting * dur
+        if n_waiting:  # adding 0.0 would change nothing
+            r.wait_area += n_waiting * dur
         r.kv_area += usage * dur
         r.usage = usage
-        r.wait_n = r.n_waiting
+        r.wait_n = n_waiting
         return now + dur
 
     def cut_stretch(self, r: Replica, now: float) -> float:
         """End the current stretch after the step in flight at ``now``; return the new end."""
-        c, a1, b1, a2, b2 = r.lines
-        done = steps_within(c, a1, b1, a2, b2, now - r.start, r.k)
-        k = done + 1
-        if k >= r.k:
+        c = r.line_c
+        m = r.line_m
+        b = r.line_b
+        limit = r.k
+        old = r.dur
+        elapsed = now - r.start
+        # steps_within(*lines, elapsed, limit) for the equal-slopes lines of schedule(): the
+        # steps finished by ``elapsed``, each partial sum written as schedule() writes it.
+        # Step counts as floats (exact): int-by-float products are CPython's slow path.
+        lim = float(limit)
+        done = 0.0
+        if elapsed >= c + m:
+            # The whole part, as int() then float(); as in steps_within, a stretch that takes
+            # no time starts from its end.
+            done = (elapsed / (old / lim)) // 1.0 if old > 0.0 else lim
+            if done > lim:
+                done = lim
+            while done < lim:
+                j = done + 1.0
+                if c * j + (m * j + b * (j - 1.0) * j / 2.0) > elapsed:
+                    break
+                done = j
+            while done > 0.0 and c * done + (m * done + b * (done - 1.0) * done / 2.0) > elapsed:
+                done -= 1.0
+        kf = done + 1.0
+        if kf >= lim:
             return -1.0
-        old = lines_sum(c, a1, b1, a2, b2, r.k)
-        new = lines_sum(c, a1, b1, a2, b2, k)
+        new = c * kf + (m * kf + b * (kf - 1.0) * kf / 2.0)
         # The accounting of schedule() assumed the longer stretch; take the rest back.
-        r.busy_time -= old - new
-        r.wait_area -= r.wait_n * (old - new)
-        r.kv_area -= r.usage * (old - new)
-        r.k = k
+        cut = old - new
+        r.busy_time -= cut
+        if r.wait_n:
+            r.wait_area -= r.wait_n * cut
+        r.kv_area -= r.usage * cut
+        r.k = int(kf)
+        r.dur = new
         r.version += 1
         return r.start + new
 
     def finish_step(self, r: Replica, now: float) -> None:
         """Apply the effects of the step or stretch that ends at ``now``."""
-        reqs = self.reqs
-        if r.mode == SINGLE:
+        if r.mode == STRETCH:
+            k = r.k
+            steps = r.steps + k
+            r.steps = steps
+            grown = r.n_dec * k
+            r.ctx += grown
+            r.kv_tokens += grown
+        elif r.mode == SINGLE:
+            steps = r.steps + 1
+            r.steps = steps
             n_dec = r.n_dec
-            r.steps += 1
             r.ctx += n_dec
             r.kv_tokens += n_dec
-            computed = reqs.computed
+            state = self._state
+            computed = self._computed
+            target = self._target
+            kvbase = self._kvbase
+            first_token = self._first_token
+            gen = self._gen
+            out = self._out
             for rid, chunk in r.pending:
-                if reqs.state[rid] != PREFILL:
+                if state[rid] != PREFILL:
                     continue
-                computed[rid] += chunk
-                if computed[rid] >= reqs.target[rid]:
-                    r.prefilling.remove(rid)
-                    if reqs.first_token[rid] != reqs.first_token[rid]:
-                        reqs.first_token[rid] = now
-                    reqs.gen[rid] += 1
-                    kv = reqs.target[rid] - reqs.kvbase[rid]
-                    reqs.kvbase[rid] = kv
-                    reqs.dstep[rid] = r.steps
-                    left = reqs.out[rid] - reqs.gen[rid]
-                    if left <= 0:
-                        reqs.state[rid] = DONE
-                        r.running.remove(rid)
-                        r.kv_tokens -= kv
-                        self.on_complete(rid, now)
-                        continue
-                    reqs.state[rid] = DECODE
-                    r.n_dec += 1
-                    r.ctx += kv
-                    fin = r.steps + left
-                    reqs.finish[rid] = fin
-                    heapq.heappush(r.finish_heap, (fin, rid))
+                done = computed[rid] + chunk
+                computed[rid] = done
+                if done < target[rid]:
+                    continue
+                r.prefilling.remove(rid)
+                if first_token[rid] != first_token[rid]:
+                    first_token[rid] = now
+                g = gen[rid] + 1
+                gen[rid] = g
+                kv = target[rid] - kvbase[rid]
+                kvbase[rid] = kv
+                self._dstep[rid] = steps
+                left = out[rid] - g
+                if left <= 0:
+                    state[rid] = DONE
+                    del r.running[rid]
+                    r.kv_tokens -= kv
+                    self.on_complete(rid, now)
+                    continue
+                state[rid] = DECODE
+                r.n_dec += 1
+                r.ctx += kv
+                fin = steps + left
+                self._finish[rid] = fin
+                heapq.heappush(r.finish_heap, (fin, rid))
             r.pending = []
-        elif r.mode == STRETCH:
-            k = r.k
-            r.steps += k
-            r.ctx += r.n_dec * k
-            r.kv_tokens += r.n_dec * k
+        else:
+            steps = r.steps
         heap = r.finish_heap
-        finish = reqs.finish
-        steps = r.steps
-        while heap and heap[0][0] <= steps:
-            fin, rid = heapq.heappop(heap)
-            if finish[rid] != fin or reqs.state[rid] != DECODE:
-                continue
-            kv = reqs.kvbase[rid] + (steps - reqs.dstep[rid])
+        if not heap or heap[0][0] > steps:
+            return
+        # Decodes that reached their last token (the heap holds only decoding requests);
+        # usually one per call, so no local aliases.
+        while True:
+            rid = heapq.heappop(heap)[1]
+            kv = self._kvbase[rid] + (steps - self._dstep[rid])
             r.n_dec -= 1
             r.ctx -= kv
             r.kv_tokens -= kv
-            reqs.gen[rid] = reqs.out[rid]
-            reqs.state[rid] = DONE
-            r.running.remove(rid)
+            self._gen[rid] = self._out[rid]
+            self._state[rid] = DONE
+            del r.running[rid]
             self.on_complete(rid, now)
+            if not heap or heap[0][0] > steps:
+                return

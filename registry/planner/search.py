@@ -49,8 +49,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from registry.planner.catalog import ModelShape
+from registry.planner.efficiency import frontend_time
 from registry.planner.memory import MemoryFit, memory_fit
 from registry.planner.progress import Progress, current
 from registry.planner.result import ClassPrediction
@@ -153,13 +155,7 @@ class _FleetArrivals:
         base = self.base
         n = min(n, len(base.prompt))
         if share >= 1.0:
-            return ClassStream(
-                name=base.name,
-                unit_times=base.unit_times[:n],
-                prompt=base.prompt[:n],
-                output=base.output[:n],
-                cancel_fraction=base.cancel_fraction[:n],
-            )
+            return base.head(n)
         need = int(n / share * 1.1) + 64
         while True:
             self._extend_uniforms(need)
@@ -171,13 +167,13 @@ class _FleetArrivals:
         self._extend_times(int(kept[-1]) + 1)
         # Kept arrivals stay at their fleet times: in unit time of the group's own rate
         # (share x the fleet's) that is fleet unit time x share.
-        return ClassStream(
-            name=base.name,
-            unit_times=self.times[kept] * share,
-            prompt=base.prompt[:n],
-            output=base.output[:n],
-            cancel_fraction=base.cancel_fraction[:n],
-        )
+        return base.head(n, unit_times=self.times[kept] * share)
+
+
+def _served_mean(stream: ClassStream, lengths: NDArray[np.int64]) -> float:
+    """Mean of ``lengths`` over the requests the engine serves (not the rejected ones)."""
+    served = lengths[~stream.rejected]
+    return float(np.mean(served)) if len(served) else 0.0
 
 
 def _ms(v: float | None) -> float | None:
@@ -252,6 +248,7 @@ class Evaluator:
         per_replica: int = REQUESTS_PER_REPLICA,
         min_requests: int = MIN_REQUESTS,
         progress: Progress | None = None,
+        frontend_ms: float | None = None,
     ) -> None:
         """``requests``: the most one simulation uses (drawn once, shared by every run).
 
@@ -268,6 +265,10 @@ class Evaluator:
         self.requests = requests
         serving = plan.serving
         self.max_model_len = serving.max_model_len
+        # The API server's time per request: calibrated, or the runtime's default.
+        if frontend_ms is None:
+            frontend_ms = frontend_time(provider.runtime.name).ms
+        self.frontend_s = frontend_ms / 1e3
         rng = np.random.default_rng(seed)
         total_peak = sum(c.arrival.peak_rps for c in workload.classes)
         self.streams: dict[str, ClassStream] = {}
@@ -291,7 +292,7 @@ class Evaluator:
         }
         self.p99_ctx = {c.name: p99_context(c, serving.max_model_len) for c in workload.classes}
         self._memory: dict[int, MemoryFit] = {}
-        self._cache: dict[tuple[int, int, float, int], Evaluation] = {}
+        self._cache: dict[tuple[int, int, float, int, int], Evaluation] = {}
 
     def set_efficiency(self, efficiency: Efficiency) -> None:
         """Swap the step-time fractions, keeping the drawn requests (calibration reuses them)."""
@@ -342,12 +343,22 @@ class Evaluator:
         """Replicas actually simulated for a fleet of ``replicas``."""
         return replicas if self.group <= 0 else min(replicas, self.group)
 
-    def run(self, tp: int, replicas: int, load_factor: float = 1.0, limit: int = 0) -> Evaluation:
+    def run(
+        self,
+        tp: int,
+        replicas: int,
+        load_factor: float = 1.0,
+        limit: int = 0,
+        *,
+        clients: int = 0,
+    ) -> Evaluation:
         """Simulate ``replicas`` ready replicas of TP ``tp`` at ``load_factor`` x the peak.
 
-        ``limit`` caps the simulated requests (the load curve's cheaper points).
+        ``limit`` caps the simulated requests (the load curve's cheaper points). ``clients``
+        > 0 replays a closed loop of that many clients instead of the peak rate (the rates
+        then set only the class mix; ``load_factor`` is unused).
         """
-        key = (tp, replicas, round(load_factor, 6), limit)
+        key = (tp, replicas, round(load_factor, 6), limit, clients)
         if key in self._cache:
             return self._cache[key]
         k = self.simulated(replicas)
@@ -372,6 +383,9 @@ class Evaluator:
                     deadline_s=self.deadlines[cls.name],
                     max_queue_depth=adm.max_queue_depth if adm else None,
                     prefix_share=planned_prefix_share(cls),
+                    ttft_slo_s=cls.slo.ttft_p99_ms / 1e3,
+                    tpot_slo_s=cls.slo.tpot_p99_ms / 1e3,
+                    e2e_slo_s=cls.slo.e2e_p99_ms / 1e3,
                 )
             )
         sim = simulate(
@@ -381,6 +395,9 @@ class Evaluator:
             retry=self.retry,
             balancer=self.plan.load_balancer,
             seed=self.seed,
+            frontend_s=self.frontend_s,
+            # The simulated group gets its share of the clients, as it gets its share of a rate.
+            clients=max(1, round(clients * share)) if clients > 0 else 0,
         )
         if k < replicas:
             scale = replicas / k
@@ -390,6 +407,7 @@ class Evaluator:
                 offered_rps=sim.offered_rps * scale,
                 completed_rps=sim.completed_rps * scale,
                 sustained_rps=sim.sustained_rps * scale,
+                goodput_rps=sim.goodput_rps * scale,
                 output_tokens_per_s=sim.output_tokens_per_s * scale,
                 preemptions=round(sim.preemptions * scale),
             )
@@ -414,12 +432,17 @@ class Evaluator:
         step = self.step_model(tp)
         s = self.plan.serving
         tot = self.peak_rps
+        # Rejected requests (longer than max_model_len) never reach the engine.
         mean_prompt = sum(
-            float(np.mean(self.streams[c.name].prompt)) * c.arrival.peak_rps / tot
+            _served_mean(self.streams[c.name], self.streams[c.name].prompt)
+            * c.arrival.peak_rps
+            / tot
             for c in self.workload.classes
         )
         mean_out = sum(
-            float(np.mean(self.streams[c.name].output)) * c.arrival.peak_rps / tot
+            _served_mean(self.streams[c.name], self.streams[c.name].output)
+            * c.arrival.peak_rps
+            / tot
             for c in self.workload.classes
         )
         ctx = mean_prompt + mean_out / 2

@@ -36,6 +36,11 @@ class ClassLoad:
     deadline_s: float = math.inf
     max_queue_depth: int | None = None
     prefix_share: float = 0.0
+    # The class's SLO ceilings, for goodput: a request counts as good when it completed
+    # within all three (TPOT only when it produced more than one token).
+    ttft_slo_s: float = math.inf
+    tpot_slo_s: float = math.inf
+    e2e_slo_s: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,12 @@ class ClassStats:
     completed: int = 0
     cancelled: int = 0
     shed: int = 0
+    # Longer than max_model_len: vLLM refuses them at once (HTTP 400), so they fail.
+    rejected: int = 0
     retries: int = 0
     output_tokens: int = 0
+    # Completed within every SLO of the class (goodput's numerator).
+    good: int = 0
     ttft: list[float] = field(default_factory=list)
     tpot: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
@@ -90,6 +99,8 @@ class SimResult:
     # at the end of its arrivals sees. Under overload it is the throughput the replicas
     # sustain; completed_rps (every request of the window, drained) stays at the offer.
     sustained_rps: float
+    # Requests of the measured window that completed within their class's SLOs, per second.
+    goodput_rps: float
     output_tokens_per_s: float
     preemptions: int
     kv_usage_peak: float
@@ -99,6 +110,14 @@ class SimResult:
     attempts: int
     originals: int
     simulated_requests: int
+
+
+def _rejected(stream: ClassStream) -> list[bool] | None:
+    """Which of the stream's requests are longer than the model length (None: none are)."""
+    mask = stream.rejected
+    if not bool(np.any(mask)):
+        return None
+    return [bool(x) for x in mask]
 
 
 def percentile(values: Sequence[float] | NDArray[np.float64], q: float) -> float | None:
@@ -116,8 +135,17 @@ def simulate(
     balancer: str = "least_outstanding",
     warmup_share: float = 0.1,
     seed: int = 0,
+    clients: int = 0,
+    frontend_s: float = 0.0,
 ) -> SimResult:
-    """Simulate ``replicas`` ready replicas serving ``classes`` until every request is done."""
+    """Simulate ``replicas`` ready replicas serving ``classes`` until every request is done.
+
+    ``clients`` > 0 runs a closed loop, as fixed-concurrency load tests do: that many clients
+    each send their next request as soon as the previous one has finished (completed,
+    rejected or given up); the classes' rates then set only the mix. ``frontend_s`` is the
+    API server's own time per request (HTTP, tokenisation, detokenisation, streaming),
+    which a client sees in its TTFT and end-to-end latency but the engine never does.
+    """
     reqs = Requests()
     rng = random.Random(seed)
     n_cls = len(classes)
@@ -139,8 +167,16 @@ def simulate(
     arr_t = all_t[order].tolist()
     arr_c = np.concatenate(owners)[order].tolist()
     arr_i = np.concatenate(index)[order].tolist()
-    warm_cut = horizon * warmup_share
-    window = horizon - warm_cut
+    n_arr = len(arr_t)
+    closed = clients > 0
+    if closed:
+        # The measured window opens at the issue of the first request past the warm-up share
+        # and closes at the issue of the last one: in between, every client is busy.
+        warm_n = int(n_arr * warmup_share)
+        warm_cut = math.inf if warm_n > 0 else 0.0
+        horizon = math.inf
+    else:
+        warm_cut = horizon * warmup_share
 
     stats = [ClassStats(name=c.name) for c in classes]
     prompt_l = [c.stream.prompt.tolist() for c in classes]
@@ -150,6 +186,10 @@ def simulate(
     qbound = [c.max_queue_depth for c in classes]
     prio = [c.priority for c in classes]
     share = [c.prefix_share if engine_spec.prefix_caching else 0.0 for c in classes]
+    too_long = [_rejected(c.stream) for c in classes]
+    slo_ttft = [c.ttft_slo_s for c in classes]
+    slo_tpot = [c.tpot_slo_s for c in classes]
+    slo_e2e = [c.e2e_slo_s for c in classes]
 
     arrival = reqs.arrival
     origin = reqs.origin
@@ -164,25 +204,35 @@ def simulate(
 
     def on_complete(rid: int, now: float) -> None:
         nonlocal finished_in_window
-        if warm_cut <= now <= horizon:
+        in_window = warm_cut <= now <= horizon
+        if in_window:
             finished_in_window += 1
         o = origin[rid]
+        if closed:
+            push(heap, (now, ARRIVAL, -1, -1, 0))
         t0 = arrival[o]
         if t0 < warm_cut:
             return
-        st = stats[rcls[rid]]
+        c = rcls[rid]
+        st = stats[c]
         st.completed += 1
         ft = first_token[rid]
-        st.ttft.append(ft - t0)
+        ttft = ft - t0 + frontend_s
+        st.ttft.append(ttft)
         st.queue.append(admitted[rid] - t0)
         n = out[rid]
         st.output_tokens += n
+        tpot = (now - ft) / (n - 1) if n > 1 else 0.0
         if n > 1:
-            st.tpot.append((now - ft) / (n - 1))
+            st.tpot.append(tpot)
         if cancelled[rid]:
             st.cancelled += 1
         else:
-            st.e2e.append(now - t0)
+            e2e = now - t0 + frontend_s
+            st.e2e.append(e2e)
+            # Goodput as a load test counts it: finished inside the window, within the SLOs.
+            if in_window and ttft <= slo_ttft[c] and tpot <= slo_tpot[c] and e2e <= slo_e2e[c]:
+                st.good += 1
 
     engine = Engine(
         reqs,
@@ -237,8 +287,11 @@ def simulate(
                 stats[c].retries += 1
             seq += 1
             push(heap, (now + backoff, ARRIVAL, seq, new, 0))
-        elif in_window:
-            stats[c].shed += 1
+        else:
+            if in_window:
+                stats[c].shed += 1
+            if closed:
+                push(heap, (now, ARRIVAL, -1, -1, 0))
 
     def route(rid: int, now: float) -> None:
         nonlocal seq, rr_next
@@ -279,39 +332,22 @@ def simulate(
                 seq += 1
                 push(heap, (end, STEP_END, seq, r.index, r.version))
 
-    n_arr = len(arr_t)
-    ai = 0
-    now = 0.0
-    inf = math.inf
-    while True:
-        next_arr = arr_t[ai] if ai < n_arr else inf
-        if heap and (heap[0][0] < next_arr or (heap[0][0] == next_arr and heap[0][1] == 0)):
-            now, kind, _, a, b = pop(heap)
-            if kind == STEP_END:
-                r = reps[a]
-                if b != r.version:
-                    continue
-                finish_step(r, now)
-                end = schedule(r, now)
-                if end >= 0:
-                    seq += 1
-                    push(heap, (end, STEP_END, seq, a, r.version))
-            elif kind == ARRIVAL:
-                route(a, now)
-            else:  # DEADLINE: still waiting for its first admission -> shed
-                if state[a] == WAITING and admitted[a] != admitted[a]:
-                    state[a] = SHED
-                    r = reps[reqs.replica[a]]
-                    r.n_waiting -= 1
-                    r.wait_by_class[rcls[a]] -= 1
-                    give_up_or_retry(a, now)
-            continue
-        if next_arr == inf:
-            break
-        now = next_arr
-        c = arr_c[ai]
-        i = arr_i[ai]
-        ai += 1
+    issued = 0
+    finished_at_horizon = 0
+
+    def issue(now: float) -> None:
+        """The next original request of the merged stream arrives at ``now``."""
+        nonlocal issued, originals_seen, warm_cut, horizon, finished_at_horizon
+        k = issued
+        issued += 1
+        if closed:
+            if k == warm_n:
+                warm_cut = now
+            if k == n_arr - 1:
+                horizon = now
+                finished_at_horizon = finished_in_window
+        c = arr_c[k]
+        i = arr_i[k]
         p = prompt_l[c][i]
         n_out = out_l[c][i]
         frac = cancel_l[c][i]
@@ -334,8 +370,63 @@ def simulate(
         originals_seen += 1
         if now >= warm_cut:
             stats[c].requests += 1
+        rej = too_long[c]
+        if rej is not None and rej[i]:
+            # Refused before it reaches the engine; the client gets its error at once.
+            state[rid] = SHED
+            if now >= warm_cut:
+                stats[c].rejected += 1
+            if closed:
+                push(heap, (now, ARRIVAL, -1, -1, 0))
+            return
         route(rid, now)
 
+    if closed:
+        for _ in range(min(clients, n_arr)):
+            push(heap, (0.0, ARRIVAL, -1, -1, 0))
+    ai = n_arr if closed else 0
+    now = 0.0
+    inf = math.inf
+    while True:
+        next_arr = arr_t[ai] if ai < n_arr else inf
+        if heap and (heap[0][0] < next_arr or (heap[0][0] == next_arr and heap[0][1] == 0)):
+            now, kind, _, a, b = pop(heap)
+            if kind == STEP_END:
+                r = reps[a]
+                if b != r.version:
+                    continue
+                finish_step(r, now)
+                end = schedule(r, now)
+                if end >= 0:
+                    seq += 1
+                    push(heap, (end, STEP_END, seq, a, r.version))
+            elif kind == ARRIVAL:
+                if a >= 0:
+                    route(a, now)
+                elif issued < n_arr:
+                    issue(now)
+            else:  # DEADLINE: still waiting for its first admission -> shed
+                if state[a] == WAITING and admitted[a] != admitted[a]:
+                    state[a] = SHED
+                    r = reps[reqs.replica[a]]
+                    r.n_waiting -= 1
+                    r.wait_by_class[rcls[a]] -= 1
+                    give_up_or_retry(a, now)
+            continue
+        if next_arr == inf:
+            break
+        now = next_arr
+        ai += 1
+        issue(now)
+
+    if closed:
+        if horizon == inf:  # fewer requests than the warm-up needs: measure them all
+            horizon = now
+            finished_at_horizon = finished_in_window
+        if warm_cut == inf:
+            warm_cut = 0.0
+        finished_in_window = finished_at_horizon
+    window = horizon - warm_cut
     busy = sum(r.busy_time for r in reps)
     total_time = max(now, horizon, 1e-9)  # the run drains past the last arrival
     completed = sum(s.completed for s in stats)
@@ -347,6 +438,7 @@ def simulate(
         offered_rps=sum(c.rate_rps for c in classes),
         completed_rps=completed / window if window > 0 else 0.0,
         sustained_rps=finished_in_window / window if window > 0 else 0.0,
+        goodput_rps=sum(s.good for s in stats) / window if window > 0 else 0.0,
         output_tokens_per_s=out_tok / window if window > 0 else 0.0,
         preemptions=sum(r.preemptions for r in reps),
         kv_usage_peak=max(r.kv_peak for r in reps),

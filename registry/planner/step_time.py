@@ -207,10 +207,14 @@ class StepModel:
         """One step: ``prefill_ctx`` is the sum over prefill tokens of the context each
         attends to; ``decode_ctx`` the KV tokens the decoding sequences read."""
         tokens = prefill_tokens + decodes
+        # linear_time(tokens, decodes) written out (the simulator prices every mixed step
+        # here; calls are dear in CPython), with the same operations in the same order.
+        comp = self.flop_time_per_token * tokens + self.head_time_per_sample * decodes
+        mem = self.dense_weight_time if self.expert_weight_time == 0.0 else self.weight_time(tokens)
         return (
             self.overhead
             + self.per_sequence * decodes
-            + self.linear_time(tokens, decodes)
+            + (comp if comp > mem else mem)
             + self.attn_time_per_ctx_token * prefill_ctx
             + self.kv_time_per_token * decode_ctx
             + self.comm_fixed
@@ -236,6 +240,18 @@ class StepModel:
         b = kv * decodes
         return c, a1, b, a2, b
 
+    def decode_terms(self, decodes: int) -> tuple[float, float, float]:
+        """``decode_lines`` folded for the simulator's inner loop: ``(c, base, b)`` such
+        that ``max(a1, a2) == base + kv_time_per_token * ctx`` and ``b1 == b2 == b`` for
+        every ``ctx``, bit for bit.
+
+        Both lines add the same ``kv_time_per_token * ctx`` to their intercept and rounding
+        is monotonic, so the line with the larger intercept is the larger one; what is left
+        depends on the batch size only, which takes few values in a run (callers cache it).
+        """
+        c, a1, b, a2, _ = self.decode_lines(decodes, 0.0)
+        return c, (a1 if a1 >= a2 else a2), b
+
 
 def _series(a: float, b: float, lo: int, hi: int) -> float:
     """Sum of a + b i for i in [lo, hi)."""
@@ -246,7 +262,11 @@ def _series(a: float, b: float, lo: int, hi: int) -> float:
 
 
 def lines_sum(c: float, a1: float, b1: float, a2: float, b2: float, k: int) -> float:
-    """Sum over i in [0, k) of c + max(a1 + b1 i, a2 + b2 i), exactly (piecewise)."""
+    """Sum over i in [0, k) of c + max(a1 + b1 i, a2 + b2 i), exactly (piecewise).
+
+    The scheduler (scheduler.py, schedule and cut_stretch) writes out the equal-slopes
+    branch, the only one decode_lines produces, operation for operation: change both.
+    """
     if k <= 0:
         return 0.0
     total = c * k
@@ -275,7 +295,8 @@ def steps_within(
     if elapsed < first:
         return 0
     avg = lines_sum(c, a1, b1, a2, b2, limit) / limit
-    j = min(limit, int(elapsed / avg))
+    # Steps that take no time at all (a degenerate model): start from the end and correct.
+    j = min(limit, int(elapsed / avg)) if avg > 0.0 else limit
     while j < limit and lines_sum(c, a1, b1, a2, b2, j + 1) <= elapsed:
         j += 1
     while j > 0 and lines_sum(c, a1, b1, a2, b2, j) > elapsed:

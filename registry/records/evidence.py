@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from registry.records.common import (
     Bool,
@@ -77,6 +77,11 @@ class Offered(Record):
     burstiness: PositiveFloat | None = Field(
         default=None, description="Gamma shape of arrivals (1.0 Poisson; lower is burstier)."
     )
+    constant_arrivals: Bool = Field(
+        default=False,
+        description="Arrivals evenly spaced at the offered rate (a constant-rate test); "
+        "the calibration replays them so, not at the workload's burstiness.",
+    )
     requests: NonNegativeInt | None = None
     duration_s: PositiveFloat | None = None
     replicas: PositiveInt = Field(default=1, description="Ready replicas behind the endpoint.")
@@ -95,6 +100,15 @@ class Offered(Record):
     cancellation_rate: Fraction | None = None
     prompt_tokens: Distribution | None = None
     output_tokens: Distribution | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_default_arrivals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Evidence of tests that are not constant-rate dumps exactly as before the field
+        # existed, so the canonical JSON (and the digest) of such records is unchanged.
+        data: dict[str, Any] = handler(self)
+        if not self.constant_arrivals:
+            data.pop("constant_arrivals", None)
+        return data
 
 
 class Percentiles(Record):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -20,6 +21,7 @@ from registry.records.common import (
     Fraction,
     Metadata,
     Name,
+    NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
@@ -76,6 +78,74 @@ class ClassSLO(Record):
         return self
 
 
+# Bins per axis of a joint length histogram: 32 x 32 cells at most, stored sparsely.
+JOINT_MAX_BINS = 32
+JointCell = tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt]
+
+
+class JointLengths(Record):
+    """How prompt and output lengths occur together: a sparse 2-D histogram of requests.
+
+    ``cells`` lists ``[prompt bin, output bin, count]`` for the non-empty cells; bin ``i``
+    of an axis holds ``edges[i] <= length < edges[i + 1]``. A trace fit stores it so the
+    planner draws (prompt, output) pairs together instead of independently; the class's
+    own ``prompt_tokens`` and ``output_tokens`` still give the lengths inside each bin.
+    """
+
+    prompt_edges: list[NonNegativeFloat] = Field(
+        min_length=2,
+        max_length=JOINT_MAX_BINS + 1,
+        description="Prompt-token bin edges, increasing.",
+    )
+    output_edges: list[NonNegativeFloat] = Field(
+        min_length=2,
+        max_length=JOINT_MAX_BINS + 1,
+        description="Output-token bin edges, increasing.",
+    )
+    cells: list[JointCell] = Field(
+        min_length=1,
+        max_length=JOINT_MAX_BINS * JOINT_MAX_BINS,
+        description="[prompt bin, output bin, requests] for each non-empty cell.",
+    )
+
+    @field_validator("prompt_edges", "output_edges")
+    @classmethod
+    def _edges_increasing(cls, edges: list[float], info: ValidationInfo) -> list[float]:
+        for a, b in pairwise(edges):
+            if b <= a:
+                raise ValueError(
+                    f"{info.field_name} must be strictly increasing: {b:g} follows {a:g}"
+                )
+        return edges
+
+    @field_validator("cells")
+    @classmethod
+    def _cells_in_grid(cls, cells: list[JointCell], info: ValidationInfo) -> list[JointCell]:
+        seen: set[tuple[int, int]] = set()
+        bins = {
+            axis: len(info.data[f"{axis}_edges"]) - 1
+            for axis in ("prompt", "output")
+            if f"{axis}_edges" in info.data  # else its own error is reported there
+        }
+        for k, (i, j, _) in enumerate(cells):
+            for axis, index in (("prompt", i), ("output", j)):
+                if axis in bins and index >= bins[axis]:
+                    raise ValueError(
+                        f"cells[{k}]: {axis} bin {index} is past the last of the "
+                        f"{bins[axis]} bins {axis}_edges makes"
+                    )
+            if (i, j) in seen:
+                raise ValueError(f"cells[{k}]: cell ({i}, {j}) is listed twice")
+            seen.add((i, j))
+        if sum(c for _, _, c in cells) == 0:
+            raise ValueError("cells: counts are all zero")
+        return cells
+
+    @property
+    def total(self) -> int:
+        return sum(c for _, _, c in self.cells)
+
+
 # Shares a trace (or a person) may be unable to state. Null means "unknown", never zero, and
 # must come with the reason in `unknown`; the planner plans such a class conservatively (no
 # prefix-cache benefit, no cancellation relief).
@@ -121,6 +191,13 @@ class TrafficClass(Record):
         ),
     )
     slo: ClassSLO
+    joint_lengths: JointLengths | None = Field(
+        default=None,
+        description=(
+            "Joint histogram of (prompt, output) tokens per request, kept by a trace fit so "
+            "the planner draws the two together; absent, they are drawn independently."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -155,13 +232,44 @@ class TrafficClass(Record):
                 )
         return unknown
 
+    @field_validator("joint_lengths")
+    @classmethod
+    def _joint_matches_marginals(
+        cls, joint: JointLengths | None, info: ValidationInfo
+    ) -> JointLengths | None:
+        # Checked on `joint_lengths` (declared after both marginals), so the error names it.
+        if joint is None:
+            return joint
+        for axis in ("prompt", "output"):
+            dist = info.data.get(f"{axis}_tokens")
+            if not isinstance(dist, Distribution):
+                continue  # the marginal itself failed validation and is reported there
+            edges: list[float] = getattr(joint, f"{axis}_edges")
+            if dist.samples is not None and joint.total != dist.samples:
+                raise ValueError(
+                    f"counts sum to {joint.total} but {axis}_tokens.samples is "
+                    f"{dist.samples}: the joint histogram must count the same requests"
+                )
+            if dist.min is not None and dist.min < edges[0]:
+                raise ValueError(
+                    f"{axis}_edges start at {edges[0]:g}, above {axis}_tokens.min ({dist.min:g})"
+                )
+            if dist.max is not None and dist.max >= edges[-1]:
+                raise ValueError(
+                    f"{axis}_edges end at {edges[-1]:g}, not above {axis}_tokens.max ({dist.max:g})"
+                )
+        return joint
+
     @model_serializer(mode="wrap")
     def _omit_empty_unknown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A class whose shares are all known dumps exactly as before `unknown` existed, so
-        # the canonical JSON (and the digest) of such profiles is unchanged.
+        # A class whose shares are all known, and that has no joint histogram, dumps exactly
+        # as before `unknown` and `joint_lengths` existed, so the canonical JSON (and the
+        # digest) of such profiles is unchanged.
         data: dict[str, Any] = handler(self)
         if not self.unknown:
             data.pop("unknown", None)
+        if self.joint_lengths is None:
+            data.pop("joint_lengths", None)
         return data
 
     def unknown_reason(self, field: UnknownShare) -> str | None:

@@ -21,9 +21,11 @@ first JSON object) decides which columns the trace has; later rows must carry th
 
 Memory is bounded by the trace's shape, not its length: token lengths go into fixed
 log-spaced histograms (``registry.importers.stats.LengthSketch``, relative quantile error
-under ~1.1 %), arrivals into running moments and per-window counts (one integer per window of
-the trace's span), concurrency into a heap of in-flight end times, and prefix blocks into a
-set of the distinct block ids. Rows are processed in chunks with numpy.
+under ~1.1 %) and (prompt, output) pairs into a fixed 2-D grid per class
+(``JointLengthSketch``, stored as at most 29 x 29 cells), arrivals into running moments
+and per-window counts (one integer per window of the trace's span), concurrency into a
+heap of in-flight end times, and prefix blocks into a set of the distinct block ids. Rows
+are processed in chunks with numpy.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import numpy as np
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers.common import slug
-from registry.importers.stats import LengthSketch
+from registry.importers.stats import JointLengthSketch, LengthSketch
 from registry.records.common import Basis, Distribution, TraceWindow
 from registry.records.workload import (
     Arrival,
@@ -190,6 +192,7 @@ def _chain(head: list[str], rest: IO[str]) -> Iterator[str]:
 class _ClassAcc:
     prompt: LengthSketch = field(default_factory=LengthSketch)
     output: LengthSketch = field(default_factory=LengthSketch)
+    joint: JointLengthSketch = field(default_factory=JointLengthSketch)
     count: int = 0
     last_t: float | None = None
     gap_n: int = 0
@@ -209,8 +212,11 @@ class _ClassAcc:
         if not self.t:
             return
         t = np.asarray(self.t, dtype=np.float64)
-        self.prompt.add_array(np.asarray(self.p, dtype=np.float64))
-        self.output.add_array(np.asarray(self.o, dtype=np.float64))
+        p = np.asarray(self.p, dtype=np.float64)
+        o = np.asarray(self.o, dtype=np.float64)
+        self.prompt.add_array(p)
+        self.output.add_array(o)
+        self.joint.add_arrays(p, o)
         prev = np.concatenate([[self.last_t], t]) if self.last_t is not None else t
         gaps = np.diff(prev)
         self.gap_n += int(gaps.size)
@@ -594,6 +600,7 @@ def fit_trace(
                 cancellation_rate=cancellation,
                 unknown=dict(unknown_why),
                 slo=class_slo,
+                joint_lengths=acc.joint.joint_lengths(),
             )
         )
     description = (
@@ -669,7 +676,10 @@ def workload_from_trace(
     """A ``WorkloadProfile`` measured from a request trace (CSV or JSON Lines), in one pass.
 
     Measured from the trace: prompt and output token quantiles (p1..p99.9), coarse
-    power-of-two histograms, mean/min/max and sample counts per class; the mean arrival rate
+    power-of-two histograms, mean/min/max and sample counts per class, and how the two
+    lengths occur together (``joint_lengths``: a sparse 2-D histogram, at most 29 bins a
+    side cut at the marginals' quantiles, so the planner draws (prompt, output) pairs as
+    the trace has them); the mean arrival rate
     (requests over the trace's span), the peak rate (most requests in any ``window_s``
     window aligned to the trace's first request, divided by ``window_s``) and the
     coefficient of variation of inter-arrival times; the trace's sha256 and time window.
