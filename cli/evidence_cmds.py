@@ -525,13 +525,10 @@ def extend_workload(group: typer.Typer) -> None:
         )
         document = fit.profile.model_dump(mode="json", exclude_none=True)
         if output is not None:
-            import yaml
+            from cli.yaml_out import dump_yaml
 
             try:
-                output.write_text(
-                    yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
-                    encoding="utf-8",
-                )
+                output.write_text(dump_yaml(document), encoding="utf-8")
             except OSError as exc:
                 raise InvalidInput(f"cannot write: {exc.strerror}", source=str(output)) from None
         if submit:
@@ -551,6 +548,6 @@ def extend_workload(group: typer.Typer) -> None:
         if json_out:
             emit_json(document)
             return
-        import yaml
+        from cli.yaml_out import dump_yaml
 
-        typer.echo(yaml.safe_dump(document, sort_keys=False, allow_unicode=True).rstrip())
+        typer.echo(dump_yaml(document).rstrip())

@@ -78,14 +78,14 @@ def record_commands(kind_value: str, help_text: str, *, list_command: bool = Tru
         if json_out:
             emit_json(view)
             return
-        import yaml
+        from cli.yaml_out import dump_yaml
 
         typer.echo(f"# {view.kind.value} {view.ref}")
         typer.echo(f"# digest:     {view.digest}")
         typer.echo(f"# created:    {view.created_at.isoformat()} by {view.created_by}")
         for role, target in view.references.items():
             typer.echo(f"# {role + ':':<11} {target}")
-        typer.echo(yaml.safe_dump(view.content, sort_keys=False).rstrip())
+        typer.echo(dump_yaml(view.content).rstrip())
 
     def list_(
         server: ServerOpt = None,

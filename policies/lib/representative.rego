@@ -51,7 +51,7 @@ gaps contains g if {
 		"workload_value": workload_cv,
 		"required": needed,
 		"message": sprintf(
-			"evidence %s: inter-arrival CV %v, below %v (evidence_min_arrival_cv_share %v of the burstiest offered class's %v; unknown when the file states no burstiness, as constant-rate tests do): the test hides the queueing the workload's bursts cause",
+			"evidence %s: inter-arrival CV %v, below %v (evidence_min_arrival_cv_share %v of the burstiest offered class's %v; 0 for a constant-rate test, unknown when the file states no burstiness): the test hides the queueing the workload's bursts cause",
 			[e.ref, result.show(cv), result.show(needed), result.show(_thresholds.evidence_min_arrival_cv_share), result.show(workload_cv)],
 		),
 	}

@@ -72,7 +72,10 @@ def _q(distribution: Distribution, level: float) -> float:
 
 
 def _arrival_cv(offered: Offered) -> float | None:
-    """Gamma arrivals of shape k have inter-arrival CV 1/sqrt(k) (Poisson: k = 1, CV 1)."""
+    """Gamma arrivals of shape k have inter-arrival CV 1/sqrt(k) (Poisson: k = 1, CV 1);
+    evenly spaced arrivals (a constant-rate test) have CV 0."""
+    if offered.constant_arrivals:
+        return 0.0
     if offered.burstiness is None:
         return None
     return round(1.0 / math.sqrt(offered.burstiness), 3)

@@ -152,8 +152,8 @@ class EvidenceInput(RecordIdentity):
     findings: EvidenceFindings
     arrival_cv: float | None = Field(
         description="Coefficient of variation of the test's inter-arrival gaps: 1 Poisson, "
-        "above 1 bursty, 0 evenly spaced; null when the file does not say (constant-rate "
-        "tools state no burstiness)."
+        "above 1 bursty, 0 evenly spaced (a constant-rate test: each generator's arrivals "
+        "evenly spaced); null when the file does not say."
     )
     warmup_s: float | None = Field(
         description="Cold start to ready measured during the test, seconds; null if not measured."

@@ -177,6 +177,8 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
     shapes = [st.burstiness for st in stages]
     # The burstiest generator's gamma shape stands for the mix (lower is burstier).
     combined.burstiness = None if None in shapes else min(s or 0.0 for s in shapes)
+    # Every generator evenly spaced: each class's arrivals are (replayed per class so).
+    combined.constant_arrivals = all(st.constant_arrivals for st in stages)
     combined.cancellation_rate = _weighted_cancellation(stages)
     conc = [st.concurrency for st in stages]
     combined.concurrency = None if None in conc else sum(c or 0 for c in conc)

@@ -53,7 +53,8 @@ def render_text(result: PlanRecomputation) -> str:
     )
     for sc in r.scenarios.values():
         lines.append(
-            f"scenario {sc.name}: {sc.ready_replicas} ready, {sc.offered_rps:g} req/s, "
+            f"scenario {sc.name}: {sc.ready_replicas} ready, {sc.offered_rps:g} req/s offered, "
+            f"{sc.sustained_rps:.1f} sustained, {sc.goodput_rps:.1f} completed within the SLOs, "
             f"{sc.preemptions} preemptions, KV peak {sc.kv_usage_peak:.0%}, "
             f"retry amplification {sc.retry_amplification:.2f}"
         )

@@ -218,6 +218,10 @@ def test_from_trace_to_stdout_with_slo_file(local_env: dict[str, str], tmp_path:
     validate_record(RecordKind.workload, document)
     assert document["classes"][0]["arrival"]["peak_window_s"] == 300.0
     assert document["classes"][0]["slo"]["ttft_p99_ms"] == 1500
+    # The joint length histogram's cells print one per line, inline ([i, j, count]).
+    cells = document["classes"][0]["joint_lengths"]["cells"]
+    assert len(cells) > 100
+    assert len(result.stdout.splitlines()) < len(cells) + 150
 
 
 @pytest.fixture

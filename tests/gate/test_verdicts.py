@@ -121,7 +121,7 @@ def test_a_constant_rate_test_does_not_support_a_bursty_workload(
     found = violations(decision)
     gap = found["tail_slo/evidence_not_representative"]
     assert gap["details"]["check"] == "arrival"
-    assert gap["details"]["test_value"] is None
+    assert gap["details"]["test_value"] == 0  # evenly spaced: stated, not unknown
     assert gap["details"]["workload_value"] == 2.4  # the batch class's inter-arrival CV
     assert "tail_slo/no_evidence_at_peak" in found
 

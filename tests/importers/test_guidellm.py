@@ -168,6 +168,9 @@ def test_report_v2_two_stages_linked_and_on_schedule() -> None:
         expected = (made - 1) / ((made - 1) / rate + 2 * sched["request_targeted_start_delay_avg"])
         assert ev.offered.achieved_rate_rps == pytest.approx(expected)
         assert ev.offered.client_behind is False  # a few ms late: on schedule
+        # GuideLLM's constant strategy: evenly spaced, replayed so and CV 0 at the gate.
+        assert bench["config"]["strategy"]["type_"] == "constant"
+        assert ev.offered.constant_arrivals and ev.offered.burstiness is None
     a = stages[0].evidence
     assert a.offered.request_rate_rps == 2.0 and stages[1].evidence.offered.request_rate_rps == 4.0
     ra = a.results.per_class["default"]
