@@ -108,7 +108,9 @@ def _opt13b_fit(field: str) -> float:
 # --- vLLM start-up memory logs (KV cache GiB and fit verdicts) ------------------------------
 LLMD_MEM = (
     "llm-d/llm-d-benchmark@259334868c5075da530cc6c90b43fceb11b6e6a7 "
-    "config_explorer/empirical-vllm-memory-results.md, vLLM V1 (~0.11; version not stated), "
+    "config_explorer/empirical-vllm-memory-results.md, vLLM V1 (version not stated; issues "
+    "#621 and #622 date the runs to January 2026, a release between 0.11.1 and 0.16: the "
+    "sort sampler), "
     "1x H100 (79.18 GiB), gpu_memory_utilization 0.9, max_model_len {mml}; H100 API-server "
     "defaults (8192 batched tokens, 1024 sequences) assumed"
 )
@@ -224,42 +226,42 @@ def _memory_case(
 
 MEMORY_CASES: tuple[Case, ...] = (
     _memory_case(
-        "vLLM KV GiB, Llama-3.1-8B, H100, TP1 (V1 ~0.11)",
+        "vLLM KV GiB, Llama-3.1-8B, H100, TP1 (V1, Jan 2026)",
         LLMD_MEM.format(mml=16000),
         51.38,
-        ("llama-3.1-8b", 1, 0.9, "0.11", 16000),
+        ("llama-3.1-8b", 1, 0.9, "0.13", 16000),
         held_out=False,
         note="tuned: sampler bytes per logit and non-torch read from this log",
     ),
     _memory_case(
-        "vLLM KV GiB, Llama-3.3-70B FP8, H100, TP2 (V1 ~0.11)",
+        "vLLM KV GiB, Llama-3.3-70B FP8, H100, TP2 (V1, Jan 2026)",
         LLMD_MEM.format(mml=16000),
         32.0,
-        ("llama-3.3-70b", 2, 0.9, "0.11", 16000, "fp8"),
+        ("llama-3.3-70b", 2, 0.9, "0.13", 16000, "fp8"),
         held_out=False,
         note="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic; tuned: TP>1 non-torch extra",
     ),
     _memory_case(
-        "vLLM KV GiB, Llama-3.3-70B FP8, H100, TP1: does not fit (V1 ~0.11)",
+        "vLLM KV GiB, Llama-3.3-70B FP8, H100, TP1: does not fit (V1, Jan 2026)",
         LLMD_MEM.format(mml=16000),
         -1.44,
-        ("llama-3.3-70b", 1, 0.9, "0.11", 16000, "fp8"),
+        ("llama-3.3-70b", 1, 0.9, "0.13", 16000, "fp8"),
         held_out=True,
         fits=False,
         note="engine failed: 'No available memory for the cache blocks'",
     ),
     _memory_case(
-        "vLLM KV GiB, Qwen3-32B, H100, TP1, 16000 tokens (V1 ~0.11)",
+        "vLLM KV GiB, Qwen3-32B, H100, TP1, 16000 tokens (V1, Jan 2026)",
         LLMD_MEM.format(mml=16000),
         4.45,
-        ("qwen3-32b", 1, 0.9, "0.11", 16000),
+        ("qwen3-32b", 1, 0.9, "0.13", 16000),
         held_out=True,
     ),
     _memory_case(
-        "vLLM fit, Qwen3-32B, H100, TP1, 32000 tokens: does not fit (V1 ~0.11)",
+        "vLLM fit, Qwen3-32B, H100, TP1, 32000 tokens: does not fit (V1, Jan 2026)",
         LLMD_MEM.format(mml=32000),
         4.45,
-        ("qwen3-32b", 1, 0.9, "0.11", 32000),
+        ("qwen3-32b", 1, 0.9, "0.13", 32000),
         held_out=True,
         fits=False,
         note="engine failed (one 32000-token request exceeds the KV cache); KV GiB from the "

@@ -6,12 +6,17 @@ gpu_memory_utilization, where total is what CUDA reports for the device (79.19 G
 peak of a profiling pass + non-torch memory increase); blocks = floor(KV bytes / (page size x
 layers)), page size = 2 x block_size x KV heads per GPU x head dim x dtype bytes.
 
-The profiling pass is a forward pass over ``max_num_batched_tokens`` dummy tokens followed
-by a dummy sampler run over ``max_num_seqs`` rows of full-vocabulary fp32 logits; its torch
-peak is the larger of the two (the forward's hidden states stay alive during sampling). In
-the versions modelled (0.10-0.11 and 0.19, checked against their logs) CUDA-graph memory is
-captured after the KV cache is sized and is not subtracted: it comes out of the
-1 - gpu_memory_utilization margin.
+The profiling pass (``gpu_model_runner.profile_run``) is a forward pass over
+``max_num_batched_tokens`` dummy tokens followed by ``_dummy_sampler_run`` over
+``max_num_seqs`` rows of full-vocabulary logits with top-k and top-p set; its torch peak is
+the larger of the two (the forward's hidden states stay alive during sampling) plus the
+cuBLAS workspace the first GEMM allocates. What the sampler holds depends on which top-k/top-p
+implementation vLLM picks (``vllm/v1/sample/ops/topk_topp_sampler.py``), read per release
+below; with it the torch peaks logged on H100 at 1024 sequences (five models on the sort
+path, three on the Triton path) come out within 0.01 GiB. In the versions modelled
+(0.10-0.11, 0.17 and 0.19, checked against their logs) CUDA-graph memory is captured after
+the KV cache is sized and is not subtracted: it comes out of the 1 - gpu_memory_utilization
+margin.
 """
 
 from __future__ import annotations
@@ -20,44 +25,158 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
-from registry.planner.catalog import ModelShape, exposed_memory_gib
+from registry.planner.catalog import (
+    ACCELERATORS,
+    ModelShape,
+    exposed_memory_gib,
+    find_accelerator,
+)
 
 GIB = float(1 << 30)
+
+SamplerPath = Literal["sort", "flashinfer", "triton"]
+
+# Bytes per logit that the dummy sampler run holds at its peak besides the model-dtype logits
+# of ``compute_logits`` (which ``_dummy_sampler_run`` keeps alive while it samples), read in
+# vLLM's sampler and the kernels it calls. Every path starts from ``Sampler.forward``'s fp32
+# copy (``logits.to(torch.float32)``, 4 bytes); temperature is applied in place.
+#
+# - "sort", PyTorch-native ``apply_top_k_top_p``: ``logits.sort(dim=-1)`` returns fp32 values
+#   (4) and int64 indices (8); for 128 rows or more PyTorch's SortStable.cu
+#   (``segmented_sort_pairs``) also allocates an int64 iota of every row's indices (8) and
+#   CUB's ``DeviceSegmentedRadixSort::SortPairs`` an alternate key and value buffer in its
+#   temporary storage (4 + 8): 4 + 4 + 8 + 8 + 12 = 36. Below 128 rows
+#   (``segmented_sort_pairs_by_full_sort``) two int2 (index, segment) arrays (8 + 8), a key
+#   output (4) and CUB's alternate buffers (4 + 8) replace the iota: 48 (not covered by a log).
+# - "flashinfer", ``flashinfer.sampling.top_k_top_p_sampling_from_logits`` (top-k first):
+#   ``top_k_mask_logits`` writes a masked fp32 copy (4), ``torch.softmax`` the probabilities
+#   (4): 4 + 4 + 4 = 12.
+# - "triton", ``apply_top_k_top_p_triton`` (rows >= 8; fewer rows take the sort): masks the
+#   logits in place, then ``forward_native`` computes fp32 probabilities (4) and
+#   ``random_sample`` exponential noise of the same shape (4): 4 + 4 + 4 = 12, plus a cached
+#   fp32 buffer of min(next power of 2 of min(SMs, rows), SMs) vocabulary-wide rows.
+_SAMPLER_FP32_BYTES = {"sort": 36.0, "sort_small": 48.0, "flashinfer": 12.0, "triton": 12.0}
+_SORT_SEGMENTED_MIN_ROWS = 128  # SortStable.cu: fewer segments sort by one full sort
+_TRITON_MIN_ROWS = 8  # topk_topp_sampler.apply_top_k_top_p: smaller batches sort
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What the profiling pass allocates per device: the Triton sampler's buffer rows are
+    capped at the SM count, and PyTorch's cuBLAS workspace (``CublasHandlePool.cpp``
+    ``parseChosenWorkspaceSize``: 32 MiB on compute capability 9.x and later, ``:4096:2:16:8``
+    = 8 MiB + 128 KiB before; 128 MiB hipBLAS workspace on gfx942) comes from the caching
+    allocator at the profile run's first GEMM, so it counts in the torch peak."""
+
+    sms: int
+    gemm_workspace_bytes: int
+    source: str
+
+
+_WS_SM90 = 4096 * 8 * 1024
+_WS_SM80 = 4096 * 1024 * 2 + 16 * 1024 * 8
+DEVICES: Mapping[str, DeviceFacts] = {
+    "A100-SXM-80GB": DeviceFacts(108, _WS_SM80, "NVIDIA A100 architecture whitepaper: 108 SMs"),
+    "A100-SXM-40GB": DeviceFacts(108, _WS_SM80, "NVIDIA A100 architecture whitepaper: 108 SMs"),
+    "H100-SXM-80GB": DeviceFacts(132, _WS_SM90, "NVIDIA H100 architecture whitepaper: 132 SMs"),
+    "H200-SXM-141GB": DeviceFacts(132, _WS_SM90, "GH100 as in the H100 SXM: 132 SMs"),
+    "B200-HGX-180GB": DeviceFacts(148, _WS_SM90, "NVIDIA B200: 148 SMs"),
+    "L4-24GB": DeviceFacts(58, _WS_SM80, "NVIDIA L4 (AD104): 58 SMs"),
+    "L40S-48GB": DeviceFacts(142, _WS_SM80, "NVIDIA L40S (AD102): 142 SMs"),
+    "RTX-3090-24GB": DeviceFacts(82, _WS_SM80, "NVIDIA GA102 whitepaper, RTX 3090: 82 SMs"),
+    "MI300X-192GB": DeviceFacts(304, 128 * 1024 * 1024, "AMD CDNA 3 whitepaper: 304 CUs"),
+}
+_DEFAULT_DEVICE = "H100-SXM-80GB"  # the device the release profiles were read on
+
+
+def device_facts(accelerator: str | None, memory_gib: float | None = None) -> DeviceFacts:
+    """The SM count and GEMM workspace of a catalog device: the named one, else the only
+    catalog card of ``memory_gib``, else the H100."""
+    card = find_accelerator(accelerator) if accelerator else None
+    if card is None and memory_gib is not None:
+        sized = [c for c in ACCELERATORS if c.memory_gib == memory_gib]
+        card = sized[0] if len(sized) == 1 else None
+    return DEVICES.get(card.name if card else _DEFAULT_DEVICE, DEVICES[_DEFAULT_DEVICE])
 
 
 @dataclass(frozen=True)
 class MemoryParams:
     """Runtime memory not covered by weights and KV, per GPU, for one vLLM release line.
 
-    ``sampler_bytes_per_logit``: torch peak of the dummy sampler run per element of the
-    ``max_num_seqs`` x vocabulary logits (fp32 logits, the sorted copy and its int64
-    indices for top-k/top-p, probabilities, log-probabilities). ``non_torch_gib``: cuBLAS
-    workspaces and the CUDA context growth during profiling; ``tp_extra_gib``: the NCCL and
-    custom all-reduce buffers added when TP > 1. Each default names the log it was read
-    from; ``benchmarks/planner/validation.py`` marks those cases as tuned.
+    ``sampler``: the top-k/top-p implementation the dummy sampler run takes (see
+    ``_SAMPLER_FP32_BYTES``); which one a release picks is read in its
+    ``topk_topp_sampler.py``. ``non_torch_gib``: cuBLAS handles and the CUDA context growth
+    during profiling; ``tp_extra_gib``: the NCCL and custom all-reduce buffers added when
+    TP > 1. These two are read from start-up logs, which each profile names;
+    ``benchmarks/planner/validation.py`` marks those cases as tuned.
     """
 
-    sampler_bytes_per_logit: float = 38.4
+    sampler: SamplerPath = "sort"
     non_torch_gib: float = 0.13
     tp_extra_gib: float = 0.42
     activation_bytes_per_elem: float = 2.0
     source: str = (
-        "vLLM V1 0.10-0.11 on H100: Llama-3.1-8B TP1 (peak activation 4.76 GiB at 1024 "
-        "sequences, non-torch 0.13 GiB) and Llama-3.3-70B-FP8 TP2 (non-torch 0.55 GiB), "
+        "sampler: PyTorch sort, the V1 default from 0.11.1 (#26859 'Disable FlashInfer "
+        "sampler by default') until 0.17.0 (#33538 Triton top-k/top-p), and in 0.10-0.11.0 "
+        "whenever FlashInfer is not installed (an optional extra of the vllm==0.10.1.1 and "
+        "0.11.0 wheels): vllm/v1/sample/ops/topk_topp_sampler.py and "
+        "vllm/v1/worker/gpu_model_runner.py (_dummy_sampler_run) at v0.10.1.1 and v0.11.0, "
+        "pytorch/pytorch aten/src/ATen/native/cuda/SortStable.cu; non-torch 0.13 GiB (TP1) and "
+        "0.55 GiB (TP2) read from vLLM V1 logs on H100 (Llama-3.1-8B, Llama-3.3-70B-FP8), "
         "llm-d/llm-d-benchmark@259334868c5075da530cc6c90b43fceb11b6e6a7 "
         "config_explorer/empirical-vllm-memory-results.md"
     )
 
+    def sampler_bytes_per_logit(self, rows: int) -> float:
+        """Peak bytes per logit of the dummy sampler over ``rows`` sequences (model-dtype
+        logits included; the Triton buffer excluded)."""
+        path: str = self.sampler
+        if path == "triton" and rows < _TRITON_MIN_ROWS:
+            path = "sort"
+        if path == "sort" and rows < _SORT_SEGMENTED_MIN_ROWS:
+            path = "sort_small"
+        return self.activation_bytes_per_elem + _SAMPLER_FP32_BYTES[path]
 
-# vLLM 0.19 samples with a smaller transient (about 15 bytes per logit) and its TP > 1
-# runs hold ~2.1 GiB per GPU outside torch (all-reduce buffers; the log does not split them).
+
+# 0.17-0.18: FlashInfer stays opt-in and the native path masks top-k/top-p with Triton
+# (#33538); the determine_available_memory of 0.17.1 is that of 0.10-0.16, so the non-torch
+# figures of the default profile are kept (0.17-0.18 start-up logs with a breakdown: none).
+# 0.10-0.11.0 sample with FlashInfer wherever it is installed, as in the official
+# vllm/vllm-openai image Kubernetes deployments run; the pip wheel without the extra takes
+# the sort (MemoryParams()), as the two-node A100-40GB host of the validation logs did.
+VLLM_0_10 = MemoryParams(
+    sampler="flashinfer",
+    source=(
+        "sampler: FlashInfer top_k_top_p_sampling_from_logits, the V1 default in 0.10 to "
+        "0.11.0 when flashinfer is importable (vllm/v1/sample/ops/topk_topp_sampler.py at "
+        "v0.10.1.1 and v0.11.0; installed in the vllm/vllm-openai image); non-torch as the "
+        "default profile"
+    ),
+)
+
+VLLM_0_17 = MemoryParams(
+    sampler="triton",
+    source=(
+        "sampler: Triton top-k/top-p (#33538, v0.17.0 release notes) with FlashInfer opt-in "
+        "(VLLM_USE_FLASHINFER_SAMPLER=1): vllm/v1/sample/ops/topk_topp_sampler.py and "
+        "topk_topp_triton.py (apply_top_k_top_p_triton) at v0.17.1; non-torch as the default "
+        "profile (vllm/v1/worker/gpu_worker.py determine_available_memory unchanged at v0.17.1)"
+    ),
+)
+
+# 0.19: the same sampler; its profiling also captures CUDA graphs to estimate their memory
+# (#30515, applied only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), and its TP > 1 runs
+# hold ~2.1 GiB per GPU outside torch (all-reduce buffers; the log does not split them).
 VLLM_0_19 = MemoryParams(
-    sampler_bytes_per_logit=14.9,
+    sampler="triton",
     non_torch_gib=0.25,
     tp_extra_gib=1.82,
     source=(
-        "vLLM 0.19.0 on H100: Llama-3.1-8B TP1 (peak activation 1.89 GiB, non-torch 0.25 "
+        "sampler: Triton top-k/top-p, FlashInfer opt-in: vllm/v1/sample/ops/"
+        "topk_topp_sampler.py and topk_topp_triton.py at v0.19.0 (2a69949); non-torch read "
+        "from vLLM 0.19.0 on H100: Llama-3.1-8B TP1 (torch peak 1.89 GiB, non-torch 0.25 "
         "GiB) and TP2 (non-torch 2.07 GiB), llm-d-incubation/llm-d-planner@"
         "fbd68515a903397a1b785a2189dc7512b0d55680 accuracy/results/v0.19.0/accuracy_report.md"
     ),
@@ -65,16 +184,27 @@ VLLM_0_19 = MemoryParams(
 
 
 def params_for_runtime(version: str | None) -> MemoryParams:
-    """The memory profile of a vLLM version: 0.19 and later, or the 0.10-0.11 default.
+    """The memory profile of a vLLM version, by the sampler its source picks by default.
 
-    Versions between 0.12 and 0.18 were not measured; they get the 0.10-0.11 figures, the
-    larger sampler transient, so the planner errs towards a smaller KV cache.
+    0.10 to 0.11.0: FlashInfer, as the official image samples (a host without it takes the
+    sort: pass ``MemoryParams()``); 0.11.1 to 0.16 the PyTorch sort (#26859 turned FlashInfer
+    off); 0.17-0.18 and 0.19 and later the Triton masking (releases after 0.19.0 turn
+    FlashInfer back on, #40376: 14 bytes per logit as well, without the buffer). Older and
+    unknown versions get the sort, the largest transient, so the planner errs towards a
+    smaller KV cache.
     """
     if version is None:
         return MemoryParams()
     m = re.match(r"^(\d+)\.(\d+)", version)
-    if m and (int(m.group(1)), int(m.group(2))) >= (0, 19):
+    if not m:
+        return MemoryParams()
+    release = (int(m.group(1)), int(m.group(2)))
+    if release >= (0, 19):
         return VLLM_0_19
+    if release >= (0, 17):
+        return VLLM_0_17
+    if (0, 10) <= release < (0, 11) or version.split("+")[0] in ("0.11.0", "0.11"):
+        return VLLM_0_10
     return MemoryParams()
 
 
@@ -116,20 +246,35 @@ def activation_peak_bytes(
     max_num_seqs: int,
     tensor_parallel: int,
     params: MemoryParams,
+    accelerator: str | None = None,
+    memory_gib: float | None = None,
 ) -> float:
     """Torch peak of vLLM's profiling pass on one GPU.
 
     Forward over ``tokens`` tokens: one layer's MLP holds the gate/up output (2 x
     intermediate / TP per token) and the activated half (intermediate / TP), routed tokens
-    counted ``experts_per_token`` times, next to four hidden-sized buffers. Sampler: the
+    counted ``experts_per_token`` times, next to four hidden-sized buffers. Sampler
+    (``_dummy_sampler_run``): the forward's hidden states stay alive, with the
+    ``max_num_seqs`` rows gathered from them and the random rows that replace them; the
     ``max_num_seqs`` x vocabulary logits are gathered whole on every rank (not divided by
-    TP) while the forward's hidden states stay alive. The peak is the larger of the two.
+    TP) and held as ``params.sampler_bytes_per_logit`` says, plus the Triton path's buffer.
+    The peak is the larger of the two, plus the cuBLAS workspace of the device
+    (``device_facts``: the H100 when neither names one), allocated at the first GEMM and kept.
     """
+    a = params.activation_bytes_per_elem
+    device = device_facts(accelerator, memory_gib)
     width = shape.intermediate_size * max(1, shape.experts_per_token) / tensor_parallel
-    forward = tokens * (3 * width + 4 * shape.hidden_size) * params.activation_bytes_per_elem
-    hidden = tokens * shape.hidden_size * params.activation_bytes_per_elem
-    sampler = hidden + max_num_seqs * shape.vocab_size * params.sampler_bytes_per_logit
-    return max(forward, sampler)
+    forward = tokens * (3 * width + 4 * shape.hidden_size) * a
+    rows = max(1, max_num_seqs)
+    hidden = (tokens + 2 * rows) * shape.hidden_size * a
+    logits = rows * shape.vocab_size * params.sampler_bytes_per_logit(rows)
+    buffer = 0.0
+    if params.sampler == "triton" and rows >= _TRITON_MIN_ROWS:
+        programs = min(device.sms, rows)
+        buffer_rows = min(1 << (programs - 1).bit_length(), device.sms)
+        buffer = buffer_rows * shape.vocab_size * 4.0
+    sampler = hidden + logits + buffer
+    return max(forward, sampler) + device.gemm_workspace_bytes
 
 
 def memory_fit(
@@ -165,6 +310,8 @@ def memory_fit(
         max_num_seqs=max_num_seqs,
         tensor_parallel=tensor_parallel,
         params=p,
+        accelerator=accelerator,
+        memory_gib=memory_gib,
     )
     overhead = (p.non_torch_gib + (p.tp_extra_gib if tensor_parallel > 1 else 0.0)) * GIB
     kv_avail = requested - weights - act - overhead

@@ -16,6 +16,8 @@ from registry.planner.catalog import (
 )
 from registry.planner.memory import (
     GIB,
+    VLLM_0_10,
+    VLLM_0_17,
     VLLM_0_19,
     MemoryParams,
     activation_peak_bytes,
@@ -110,7 +112,8 @@ def test_activation_peak_is_the_profiling_sampler_at_max_num_seqs() -> None:
             / GIB
         )
 
-    # Measured on H100: 4.76 GiB in vLLM ~0.11, 1.89 GiB in 0.19.0, both at 1024 sequences.
+    # Measured on H100: 4.76 GiB on the sort path (vLLM 0.11.1 to 0.16), 1.89 GiB in 0.19.0
+    # (Triton), both at 1024 sequences.
     assert abs(peak(1024, 1, MemoryParams()) / 4.76 - 1) < 0.02
     assert abs(peak(1024, 1, VLLM_0_19) / 1.89 - 1) < 0.02
     # The logits are gathered whole on every rank: TP does not shrink the sampler's peak.
@@ -122,13 +125,17 @@ def test_activation_peak_is_the_profiling_sampler_at_max_num_seqs() -> None:
 def test_runtime_version_picks_the_memory_profile() -> None:
     assert params_for_runtime("0.19.0") is VLLM_0_19
     assert params_for_runtime("0.21.1+cu128") is VLLM_0_19
-    assert params_for_runtime("0.10.2") == MemoryParams()
+    assert params_for_runtime("0.10.2") is VLLM_0_10  # FlashInfer, as the official image
+    assert params_for_runtime("0.11.0") is VLLM_0_10
+    assert params_for_runtime("0.13.0") == MemoryParams()  # the sort: FlashInfer turned off
+    assert params_for_runtime("0.17.1") is VLLM_0_17
     assert params_for_runtime(None) == MemoryParams()
 
 
 def test_70b_fp8_does_not_fit_one_80gb_gpu() -> None:
-    # vLLM ~0.11 on one H100: weights 67.72 GiB + activations 4.84 + non-torch 0.14 leave
-    # -1.44 GiB, "No available memory for the cache blocks"; TP2 leaves 32.0 GiB.
+    # vLLM V1 (sort sampler, Jan 2026) on one H100: weights 67.72 GiB + activations 4.84 +
+    # non-torch 0.14 leave -1.44 GiB, "No available memory for the cache blocks"; TP2 leaves
+    # 32.0 GiB.
     common = dict(
         memory_gib=80,
         gpu_memory_utilization=0.9,
