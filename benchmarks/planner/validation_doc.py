@@ -26,10 +26,6 @@ _TRITON_PEAK = "planner's torch peak with the Triton top-k/top-p masking of 0.17
 
 # Case name -> why the planner misses it (a reading, not an excuse: each names the cause).
 READINGS: dict[str, str] = {
-    "TPOT p99": (
-        "with 8000-token prompts the measured tail (27 ms) comes from decodes sharing steps "
-        "with long prefill chunks more often than a regular arrival stream produces"
-    ),
     "TTFT MPT-7B, 2x A100-40GB": _TP_SCALING,
     "TTFT MPT-7B, 4x A100-40GB": _TP_SCALING,
     "TTFT Llama-2-70B, 4x A100-40GB": _TP_SCALING,
