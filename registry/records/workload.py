@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 from typing import Annotated, Any, Literal, Self
 
@@ -144,6 +145,35 @@ class JointLengths(Record):
     @property
     def total(self) -> int:
         return sum(c for _, _, c in self.cells)
+
+    def rank_correlation(self) -> float:
+        """Spearman's rank correlation of prompt and output lengths, from the histogram.
+
+        Requests in one bin share its mid-rank (ties), so this is the correlation of the
+        binned lengths; 0 when either axis holds all requests in one bin.
+        """
+        total = float(self.total)
+        prompt_counts: dict[int, int] = {}
+        output_counts: dict[int, int] = {}
+        for i, j, c in self.cells:
+            prompt_counts[i] = prompt_counts.get(i, 0) + c
+            output_counts[j] = output_counts.get(j, 0) + c
+
+        def mid_ranks(counts: dict[int, int]) -> dict[int, float]:
+            ranks, below = {}, 0
+            for b in sorted(counts):
+                ranks[b] = below + (counts[b] + 1) / 2.0
+                below += counts[b]
+            return ranks
+
+        rp, ro = mid_ranks(prompt_counts), mid_ranks(output_counts)
+        mean = (total + 1) / 2.0
+        cov = sum(c * (rp[i] - mean) * (ro[j] - mean) for i, j, c in self.cells)
+        var_p = sum(c * (rp[i] - mean) ** 2 for i, c in prompt_counts.items())
+        var_o = sum(c * (ro[j] - mean) ** 2 for j, c in output_counts.items())
+        if var_p <= 0 or var_o <= 0:
+            return 0.0
+        return float(cov / math.sqrt(var_p * var_o))
 
 
 # Shares a trace (or a person) may be unable to state. Null means "unknown", never zero, and

@@ -42,6 +42,8 @@ class StalenessThresholds(BaseModel):
     # Absolute moves of a share (0..1): 0.05 is five percentage points either way.
     prefix_cache_share_change: float = 0.05
     cancellation_rate_change: float = 0.05
+    # Absolute move of the prompt-output rank correlation a trace's joint lengths give.
+    length_correlation_change: float = 0.20
     max_evidence_age_days: float = 90.0
     # Not staleness, but read from the same policy data: how long a waiver may last.
     waiver_max_lifetime_days: float = 90.0
@@ -112,10 +114,33 @@ def _class_changes(
             limits.burstiness_growth,
         )
     yield from _share_changes(prefix, old, new, limits)
+    yield from _correlation_change(prefix, old, new, limits)
     for slo_field, before in old.slo.model_dump().items():
         after = getattr(new.slo, slo_field)
         if after < before:  # a looser SLO asks less of the evidence: not material
             yield Change(f"{prefix}.slo.{slo_field}", before, after, "SLO tightened")
+
+
+def _correlation_change(
+    prefix: str, old: TrafficClass, new: TrafficClass, limits: StalenessThresholds
+) -> Iterator[Change]:
+    """How prompt and output lengths go together, as the planner draws them.
+
+    A class without joint lengths is drawn independently, so it is compared as rank
+    correlation 0: a profile gaining or losing its joint histogram is material exactly when
+    the pairing the planner simulates moves beyond the threshold (long prompts that now
+    bring long outputs load the KV cache quite differently, with every quantile unchanged).
+    """
+    before = old.joint_lengths.rank_correlation() if old.joint_lengths else 0.0
+    after = new.joint_lengths.rank_correlation() if new.joint_lengths else 0.0
+    if abs(after - before) > limits.length_correlation_change:
+        yield Change(
+            f"{prefix}.joint_lengths",
+            round(before, 3),
+            round(after, 3),
+            f"prompt-output rank correlation moved {after - before:+.2f}",
+            limits.length_correlation_change,
+        )
 
 
 def _share_changes(

@@ -23,6 +23,7 @@ _STALENESS_KEYS = (
     "burstiness_growth",
     "prefix_cache_share_change",
     "cancellation_rate_change",
+    "length_correlation_change",
 )
 
 

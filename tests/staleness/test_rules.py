@@ -30,6 +30,30 @@ def interactive(document: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def paired_lengths(strength: float) -> Edit:
+    """Give the interactive class joint lengths: a share ``strength`` of its requests on the
+    diagonal of a 2 x 2 histogram (long prompts with long outputs), the rest off it."""
+
+    def edit(d: dict[str, Any]) -> None:
+        cls = interactive(d)
+        n = cls["prompt_tokens"]["samples"]
+        assert cls["output_tokens"]["samples"] == n
+
+        def edges(dist: dict[str, Any]) -> list[float]:
+            return [dist.get("min", 1), dist["quantiles"]["p50"], dist.get("max", 10**6) + 1]
+
+        on = round(n * strength / 2)
+        off = n // 2 - on
+        rest = n - 2 * on - off
+        cls["joint_lengths"] = {
+            "prompt_edges": edges(cls["prompt_tokens"]),
+            "output_edges": edges(cls["output_tokens"]),
+            "cells": [[0, 0, on], [1, 1, on], [0, 1, off], [1, 0, rest]],
+        }
+
+    return edit
+
+
 def grow_p99_prompt(factor: float) -> Edit:
     def edit(d: dict[str, Any]) -> None:
         q = interactive(d)["prompt_tokens"]["quantiles"]
@@ -59,6 +83,12 @@ MATERIAL: list[tuple[Any, ...]] = [
         "workload",
         lambda d: interactive(d)["arrival"].update(interarrival_cv=2.2),
         ("classes.interactive.arrival.interarrival_cv", "burstiness grew"),
+    ),
+    (
+        "lengths now paired",
+        "workload",
+        paired_lengths(0.9),
+        ("classes.interactive.joint_lengths", "prompt-output rank correlation moved +0.80"),
     ),
     (
         "class removed",
@@ -134,6 +164,7 @@ IMMATERIAL: list[tuple[str, str, Edit]] = [
     ("owner and labels", "workload", lambda d: d.update(owner="x@example.com", labels={"a": "b"})),
     ("looser SLO", "workload", lambda d: interactive(d)["slo"].update(ttft_p99_ms=2000)),
     ("p99 prompt +2%", "workload", grow_p99_prompt(1.02)),
+    ("lengths barely paired", "workload", paired_lengths(0.55)),
     ("peak rate +10%", "workload", lambda d: interactive(d)["arrival"].update(peak_rps=46.2)),
     ("runtime patch", "provider", lambda d: d["runtime"].update(version="0.10.3")),
     ("price", "provider", lambda d: d.update(price_per_accelerator_hour_usd=2.5)),
