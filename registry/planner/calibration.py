@@ -6,8 +6,9 @@ process, or its fixed concurrency as a closed loop of clients; its replicas, cla
 length distributions) and predicts the per-class TTFT and TPOT percentiles the
 test measured. The fractions (MBU, MFU) minimising the sum of squared log errors are found
 by a coarse grid and one refinement around its best point (the simulation is piecewise
-constant in the parameters, so derivative-based least squares would stall). The fit error
-reported is the root mean square of those log errors.
+constant in the parameters, so derivative-based least squares would stall); at each point
+the API server's time per request, which only shifts TTFT, is fitted on top without
+rerunning the simulation. The fit error reported is the root mean square of the log errors.
 """
 
 from __future__ import annotations
@@ -189,21 +190,18 @@ def _best_frontend(
 ) -> float:
     """The API server time minimising the log loss on top of these engine predictions.
 
-    It only shifts TTFT, so no simulation is rerun; among equally good values the one
-    nearest the runtime's default is kept (TPOT-only evidence says nothing about it).
+    It only shifts TTFT, so no simulation is rerun; evidence without TTFT says nothing
+    about it and keeps the runtime's default.
     """
     if not any(key.startswith("ttft") for _, _, key, _, _ in engine):
         return default_ms
-    best_loss, best_f = math.inf, default_ms
-    for f in FRONTEND_GRID_MS:
-        loss = _frontend_prior(f, default_ms) + sum(
+
+    def loss(f: float) -> float:
+        return _frontend_prior(f, default_ms) + sum(
             _point_loss(_with_frontend(p, key, f), measured) for _, _, key, measured, p in engine
         )
-        if loss < best_loss - 1e-12 or (
-            abs(loss - best_loss) <= 1e-12 and abs(f - default_ms) < abs(best_f - default_ms)
-        ):
-            best_loss, best_f = loss, f
-    return best_f
+
+    return min(FRONTEND_GRID_MS, key=loss)
 
 
 def _frontend_prior(frontend_ms: float, default_ms: float) -> float:
