@@ -290,9 +290,10 @@ def calibrate(
             cases.append(built)
     # The defaults are per accelerator and dtype (registry/planner/efficiency.py).
     sources = efficiency_sources(base, provider.accelerator, shape.weight_bytes)
-    sources["frontend_ms"] = frontend_time(provider.runtime.name).source
+    frontend = frontend_time(provider.runtime.name)
+    sources["frontend_ms"] = frontend.source
     defaults = base.resolve(provider.accelerator, shape.weight_bytes)
-    default_frontend = frontend_time(provider.runtime.name).ms
+    default_frontend = frontend.ms
     unfitted = Calibration(
         source_evidence=[],
         ignored_evidence=ignored,

@@ -10,7 +10,7 @@ over the catalog for the model's shape.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from registry.records.provider import DType, InterconnectKind, ProviderProfile
@@ -174,21 +174,6 @@ MODELS: tuple[ModelCard, ...] = (
         source=_HF.format(repo="Qwen/Qwen2.5-7B-Instruct"),
     ),
     ModelCard(
-        name="Qwen/Qwen2-7B-Instruct",
-        aliases=("qwen2-7b", "qwen2-7b-instruct"),
-        layers=28,
-        hidden_size=3584,
-        attention_heads=28,
-        kv_heads=4,
-        head_dim=128,
-        intermediate_size=18944,
-        vocab_size=152064,
-        total_params_b=7.62,
-        active_params_b=7.62,
-        max_context_tokens=32768,
-        source=_HF.format(repo="Qwen/Qwen2-7B-Instruct"),
-    ),
-    ModelCard(
         name="Qwen/Qwen3-32B",
         aliases=("qwen3-32b",),
         layers=64,
@@ -234,6 +219,15 @@ MODELS: tuple[ModelCard, ...] = (
         max_context_tokens=2048,
         tied_embeddings=True,
         source=_HF.format(repo="mosaicml/mpt-7b") + "; used by the Databricks inference blog",
+    ),
+)
+# Qwen2-7B has Qwen2.5-7B's architecture, layer for layer (the same config.json shape).
+MODELS += (
+    replace(
+        next(m for m in MODELS if m.name == "Qwen/Qwen2.5-7B"),
+        name="Qwen/Qwen2-7B-Instruct",
+        aliases=("qwen2-7b", "qwen2-7b-instruct"),
+        source=_HF.format(repo="Qwen/Qwen2-7B-Instruct"),
     ),
 )
 

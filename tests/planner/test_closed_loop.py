@@ -50,7 +50,7 @@ def test_closed_loop_ignores_the_classes_rates() -> None:
 def test_goodput_counts_only_requests_within_every_slo() -> None:
     base = _loads(12.0, n=2000)
     loose = simulate(_engine(), base, replicas=1, retry=RetrySpec())
-    tight_loads = [type(c)(**{**c.__dict__, "ttft_slo_s": 0.05, "tpot_slo_s": 0.02}) for c in base]
+    tight_loads = [replace(c, ttft_slo_s=0.05, tpot_slo_s=0.02) for c in base]
     tight = simulate(_engine(), tight_loads, replicas=1, retry=RetrySpec())
     st = tight.per_class["c0"]
     assert loose.goodput_rps <= loose.sustained_rps * 1.001
@@ -139,7 +139,7 @@ def test_requests_past_the_model_length_fail_without_reaching_the_engine() -> No
     base = _loads(6.0, n=1500)
     stream = base[0].stream
     rejected = stream.prompt > 3000
-    longer = [type(base[0])(**{**base[0].__dict__, "stream": replace(stream, rejected=rejected)})]
+    longer = [replace(base[0], stream=replace(stream, rejected=rejected))]
     for clients in (0, 8):
         plain = simulate(_engine(), base, replicas=1, retry=RetrySpec(), clients=clients)
         cut = simulate(_engine(), longer, replicas=1, retry=RetrySpec(), clients=clients)
