@@ -54,7 +54,8 @@ def _empty_tables(database: Database) -> None:
     with database.engine.begin() as connection:
         connection.execute(
             text(
-                "TRUNCATE staleness, decisions, recomputations, record_refs, records, "
+                "TRUNCATE staleness, decision_attestations, decisions, recomputations, "
+                "waiver_approvals, api_tokens, policy_decision_logs, record_refs, records, "
                 "audit_events RESTART IDENTITY CASCADE"
             )
         )

@@ -178,3 +178,60 @@ class WithdrawalRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     withdrawn_by: Mapped[str] = mapped_column(String(256))
     withdrawn_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApiTokenRow(Base):
+    """A static API token: only a hash of its secret is kept (migration 0005)."""
+
+    __tablename__ = "api_tokens"
+
+    # The public half of the token (cgt_<id>_<secret>): found by id, then the secret's
+    # hash compared in constant time.
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    secret_hash: Mapped[str] = mapped_column(String(71))
+    subject: Mapped[str] = mapped_column(String(256))
+    roles: Mapped[str] = mapped_column(Text)  # canonical JSON list
+    teams: Mapped[str] = mapped_column(Text)  # canonical JSON list
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    revoked_by: Mapped[str | None] = mapped_column(String(256), nullable=True)
+
+
+class WaiverApprovalRow(Base):
+    """The second pair of eyes on one waiver version: inserted once, never removed."""
+
+    __tablename__ = "waiver_approvals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    waiver_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), unique=True)
+    approved_by: Mapped[str] = mapped_column(String(256))
+    approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class DecisionAttestationRow(Base):
+    """A decision as a signed in-toto statement in a DSSE envelope (JSON text)."""
+
+    __tablename__ = "decision_attestations"
+
+    decision_id: Mapped[str] = mapped_column(ForeignKey("decisions.id"), primary_key=True)
+    key_id: Mapped[str] = mapped_column(String(128))
+    envelope: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class PolicyDecisionLogRow(Base):
+    """One decision log entry an OPA sidecar sent (keyed by OPA's decision id)."""
+
+    __tablename__ = "policy_decision_logs"
+
+    decision_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    received_from: Mapped[str] = mapped_column(String(256))
+    bundle_revision: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    path: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    entry: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str] = mapped_column(String(71))
