@@ -1,21 +1,57 @@
-"""`capgate audit list|verify`: the hash-chained trail of every write."""
+"""`capgate audit list|verify|checkpoint|keygen`: the hash-chained trail of every write."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.options import JsonOpt, ServerOpt
 from cli.output import emit_json, emit_table
 
+if TYPE_CHECKING:
+    from cli.backend import Backend
+    from registry.audit.checkpoint import Checkpoint
+
 audit_app = typer.Typer(help="The audit trail: every write, hash-chained.", no_args_is_help=True)
+
+KeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--key",
+        help="Ed25519 key (PEM). Signing: the private key, else the file CAPGATE_SIGNING_KEY "
+        "names. Verifying: the public key (keygen writes it beside the private one).",
+    ),
+]
+
+
+def _instant(option: str, text: str) -> datetime:
+    from datetime import datetime
+
+    from registry.errors import FieldProblem, InvalidInput
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidInput(
+            "invalid option",
+            problems=[FieldProblem(f"--{option}", f"{text!r} is not an instant with a zone")],
+        )
+    return moment
 
 
 @audit_app.command("list")
 def list_events(
     action: Annotated[str | None, typer.Option(help="Only this action, e.g. gate.check.")] = None,
     principal: Annotated[str | None, typer.Option(help="Only events by this principal.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Events at or after this instant (ISO 8601, with zone).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Events before this instant.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     server: ServerOpt = None,
@@ -24,9 +60,11 @@ def list_events(
     """Audit events, newest first."""
     from cli.backend import open_backend
 
-    page = open_backend(server).audit_events(
-        {"action": action, "principal": principal}, limit=limit, offset=offset
-    )
+    filters: dict[str, object] = {"action": action, "principal": principal}
+    for name, text in (("since", since), ("until", until)):
+        if text is not None:
+            filters[name] = _instant(name, text)
+    page = open_backend(server).audit_events(filters, limit=limit, offset=offset)
     if json_out:
         emit_json(page)
         return
@@ -45,18 +83,120 @@ def list_events(
     )
 
 
+def _checkpoint_problems(backend: Backend, checkpoint: Checkpoint) -> list[str]:
+    """The checkpoint against the chain as the registry serves it (the client decides)."""
+    from registry.audit.checkpoint import problems
+
+    newest = backend.audit_events({}, limit=1, offset=0).items
+    at_size = backend.audit_events({"seq": checkpoint.size}, limit=1, offset=0).items
+    return problems(
+        checkpoint,
+        highest=newest[0].seq if newest else 0,
+        event_at_size=(at_size[0].seq, at_size[0].hash) if at_size else None,
+    )
+
+
 @audit_app.command("verify")
-def verify(server: ServerOpt = None, json_out: JsonOpt = False) -> None:
-    """Walk the hash chain from the first event; exit 1 if any event was altered or lost."""
+def verify(
+    checkpoint_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="A checkpoint written by `capgate audit checkpoint`: also detect a cut tail "
+            "or a rewritten chain since (needs --key PUBLIC.pem).",
+        ),
+    ] = None,
+    key: KeyOpt = None,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Walk the hash chain and check every stored row against the event that wrote it;
+    exit 1 if anything was altered, added or lost."""
     from cli.backend import open_backend
 
-    report = open_backend(server).audit_verify()
+    checkpoint = None
+    if checkpoint_file is not None:
+        from registry.audit import checkpoint as checkpoints
+        from registry.keys import load_public_key, signing_key
+
+        public = load_public_key(key) if key is not None else signing_key().public_key
+        signed = checkpoints.read(checkpoint_file)
+        checkpoint = checkpoints.verified(signed, public, source=str(checkpoint_file))
+    elif key is not None:
+        from cli.output import fail
+
+        fail("--key is for --checkpoint: give the checkpoint to verify against")
+    backend = open_backend(server)
+    report = backend.audit_verify()
+    if checkpoint is not None:
+        extra = _checkpoint_problems(backend, checkpoint)
+        report = report.model_copy(
+            update={"problems": [*report.problems, *extra], "intact": report.intact and not extra}
+        )
     if json_out:
         emit_json(report)
     elif report.intact:
-        typer.echo(f"intact: {report.events} events, head {report.head}")
+        against = (
+            f"; consistent with the checkpoint of {checkpoint.at.isoformat()} "
+            f"({checkpoint.size} events)"
+            if checkpoint is not None
+            else ""
+        )
+        typer.echo(f"intact: {report.events} events, head {report.head}{against}")
     else:
         typer.echo(f"BROKEN: {len(report.problems)} problem(s) in {report.events} events")
         for problem in report.problems:
             typer.echo(f"  {problem}")
     raise typer.Exit(0 if report.intact else 1)
+
+
+@audit_app.command("checkpoint")
+def checkpoint(
+    out: Annotated[Path, typer.Option("--out", help="Write the signed checkpoint here.")],
+    key: KeyOpt = None,
+    server: ServerOpt = None,
+) -> None:
+    """Sign the chain's current size and head (verified first); keep the file somewhere
+    the registry's writers cannot reach, and verify against it later."""
+    from datetime import UTC, datetime
+
+    from cli.backend import open_backend
+    from registry.audit import checkpoint as checkpoints
+    from registry.audit.chain import GENESIS
+    from registry.keys import key_id, load_private_key, signing_key
+
+    # The key named, else the registry's signing key (CAPGATE_SIGNING_KEY or the default).
+    private = (load_private_key(key) if key is not None else signing_key()).private_key
+    report = open_backend(server).audit_verify()
+    if not report.intact:
+        typer.echo(f"BROKEN: {len(report.problems)} problem(s) in {report.events} events")
+        for problem in report.problems:
+            typer.echo(f"  {problem}")
+        typer.echo("no checkpoint written: a broken chain is not signed", err=True)
+        raise typer.Exit(1)
+    signed = checkpoints.sign(
+        checkpoints.Checkpoint(
+            size=report.events, head=report.head or GENESIS, at=datetime.now(UTC)
+        ),
+        private,
+    )
+    checkpoints.write(signed, out)
+    typer.echo(
+        f"checkpoint: {report.events} events, head {signed.checkpoint.head}, signed by key "
+        f"{key_id(private.public_key())} -> {out}"
+    )
+
+
+@audit_app.command("keygen")
+def keygen(
+    out: Annotated[Path, typer.Option("--out", help="The private key's file (PEM, mode 0600).")],
+    public: Annotated[
+        Path | None,
+        typer.Option("--public", help="The public key's file (default: beside it, .pub.pem)."),
+    ] = None,
+) -> None:
+    """Make an Ed25519 key pair for signing checkpoints; never overwrites a file."""
+    from registry.keys import generate_key_pair
+
+    public_path, identifier = generate_key_pair(out, public)
+    typer.echo(f"private key {out}, public key {public_path} (key id {identifier})")

@@ -56,6 +56,10 @@ class Backend(Protocol):
 
     def audit_verify(self) -> ChainReport: ...
 
+    def get_attestation(self, decision_id: str) -> dict[str, Any]: ...
+
+    def attestation_public_key(self) -> str: ...
+
 
 class LocalBackend:
     """The embedded registry: a database URL (SQLite by default) opened in-process."""
@@ -207,6 +211,23 @@ class LocalBackend:
         with self.database.reading() as session:
             return verify(session)
 
+    def get_attestation(self, decision_id: str) -> dict[str, Any]:
+        from registry.attestation.store import envelope_of, get_attestation
+        from registry.errors import NotFound
+        from registry.gate.service import get_decision
+
+        with self.database.reading() as session:
+            get_decision(session, decision_id, current_revision=None)
+            row = get_attestation(session, decision_id)
+            if row is None:
+                raise NotFound(f"decision {decision_id} has no attestation")
+            return envelope_of(row)
+
+    def attestation_public_key(self) -> str:
+        from registry.keys import signing_key
+
+        return signing_key().public_pem()
+
 
 def _bundle_revision() -> str | None:
     """The installed policy bundle's revision (None if it cannot be read)."""
@@ -221,15 +242,14 @@ def _bundle_revision() -> str | None:
 class RemoteBackend:
     """A capgate server, through its REST API."""
 
-    def __init__(self, server: str, principal: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, server: str, token: str | None, *, timeout_s: float = 30.0) -> None:
         import httpx
 
         self.server = server.rstrip("/")
-        self.client = httpx.Client(
-            base_url=self.server,
-            timeout=timeout_s,
-            headers={"X-Capgate-Principal": principal},
-        )
+        # The server records the token's subject as the principal; without a token only
+        # a server started with --insecure-local answers.
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=self.server, timeout=timeout_s, headers=headers)
 
     def _request(self, method: str, path: str, *, source: str | None = None, **kwargs: Any) -> Any:
         import httpx
@@ -238,8 +258,10 @@ class RemoteBackend:
             CapgateError,
             Conflict,
             FieldProblem,
+            Forbidden,
             InvalidInput,
             NotFound,
+            Unauthenticated,
             Unavailable,
         )
 
@@ -259,9 +281,12 @@ class RemoteBackend:
             # An import names the offending file in details.source: the line names it too.
             details = body.get("details") or {}
             raise InvalidInput(message, problems=problems, source=details.get("source") or source)
-        error_type: type[CapgateError] = {404: NotFound, 409: Conflict}.get(
-            response.status_code, Unavailable
-        )
+        error_type: type[CapgateError] = {
+            401: Unauthenticated,
+            403: Forbidden,
+            404: NotFound,
+            409: Conflict,
+        }.get(response.status_code, Unavailable)
         raise error_type(f"{message} (HTTP {response.status_code} from {self.server})")
 
     def submit(self, kind: RecordKind, document: dict[str, Any], *, source: str) -> SubmitResult:
@@ -348,7 +373,11 @@ class RemoteBackend:
         from registry.audit.service import AuditEventView
         from registry.records.views import Page
 
-        params = {k: v for k, v in filters.items() if v is not None}
+        params = {
+            k: v.isoformat() if hasattr(v, "isoformat") else v
+            for k, v in filters.items()
+            if v is not None
+        }
         data = self._request(
             "GET", "/v1/audit/events", params={**params, "limit": limit, "offset": offset}
         )
@@ -359,6 +388,26 @@ class RemoteBackend:
 
         return ChainReport.model_validate(self._request("GET", "/v1/audit/verify"))
 
+    def get_attestation(self, decision_id: str) -> dict[str, Any]:
+        envelope: dict[str, Any] = self._request("GET", f"/v1/decisions/{decision_id}/attestation")
+        return envelope
+
+    def attestation_public_key(self) -> str:
+        import httpx
+
+        from registry.errors import Unavailable
+
+        try:
+            response = self.client.get("/v1/attestation/public-key")
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"cannot reach capgate server {self.server}: {exc}") from None
+        if response.status_code >= 400:
+            raise Unavailable(
+                f"no public key from {self.server} (HTTP {response.status_code}): "
+                f"{response.text[:200]}"
+            )
+        return response.text
+
 
 def open_backend(server: str | None) -> Backend:
     from registry.settings import Settings
@@ -366,5 +415,5 @@ def open_backend(server: str | None) -> Backend:
     settings = Settings.from_env()
     target = server or settings.server
     if target:
-        return RemoteBackend(target, settings.principal)
+        return RemoteBackend(target, settings.token())
     return LocalBackend(settings.database_url, settings.principal)

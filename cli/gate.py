@@ -1,4 +1,4 @@
-"""`capgate gate check|show|list|recheck` and `capgate plan size`: decisions for pipelines."""
+"""`capgate gate check|show|list|recheck|verify|public-key` and `capgate plan size`."""
 
 from __future__ import annotations
 
@@ -259,3 +259,108 @@ def size(
     if chart is not None:
         render_chart(result, chart)
         typer.echo(f"chart written to {chart}", err=True)
+
+
+def _read_envelope(decision_or_file: str, server: str | None) -> tuple[Any, str]:
+    """The envelope JSON from a file, else fetched by decision id; and where it came from."""
+    import json
+    import uuid
+
+    from cli.output import fail
+
+    path = Path(decision_or_file)
+    if not path.is_file():
+        try:
+            uuid.UUID(decision_or_file)
+        except ValueError:
+            fail(f"{decision_or_file}: file not found (and not a decision id)")
+        from cli.backend import open_backend
+
+        envelope = open_backend(server).get_attestation(decision_or_file)
+        return envelope, f"decision {decision_or_file}"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), str(path)
+    except OSError as exc:
+        fail(f"{path}: cannot read: {exc.strerror}")
+    except (UnicodeDecodeError, ValueError):
+        fail(f"{path}: not JSON (a DSSE envelope is expected)")
+    raise AssertionError("unreachable")  # fail() always exits
+
+
+@gate_app.command("verify")
+def verify(
+    decision_or_file: Annotated[
+        str,
+        typer.Argument(
+            metavar="DECISION_OR_FILE",
+            help="An attestation file (DSSE envelope JSON), or a decision id whose "
+            "attestation is fetched from the registry.",
+        ),
+    ],
+    key: Annotated[
+        Path,
+        typer.Option(
+            "--key", help="Public key (PEM) to verify with, as `capgate gate public-key` gives."
+        ),
+    ],
+    plan_digest: Annotated[
+        str | None,
+        typer.Option("--plan-digest", help="Fail unless the decision is about this plan digest."),
+    ] = None,
+    expect_outcome: Annotated[
+        OutcomeFilter | None,
+        typer.Option("--expect-outcome", help="Fail unless the decision's outcome is this."),
+    ] = None,
+    server: ServerOpt = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the verified statement as JSON.")
+    ] = False,
+) -> None:
+    """Check a signed decision offline: signature, in-toto statement, expectations.
+
+    Exit 0 when it verifies, 1 when the signature or an expectation fails, 2 when the
+    input cannot be read.
+    """
+    from cli.output import fail
+    from registry.attestation.dsse import AttestationRejected, EnvelopeUnreadable
+    from registry.attestation.statement import digest_hex
+    from registry.errors import InvalidInput
+    from registry.keys import key_id, load_public_key
+
+    try:
+        verifying_key = load_public_key(key)
+        if plan_digest is not None:
+            digest_hex(plan_digest)
+    except InvalidInput as exc:
+        fail(exc.one_line())
+    envelope, source = _read_envelope(decision_or_file, server)
+    from registry.attestation.verify import verify_attestation
+
+    try:
+        verified = verify_attestation(
+            envelope,
+            verifying_key,
+            plan_digest=plan_digest,
+            expect_outcome=expect_outcome.value if expect_outcome else None,
+        )
+    except EnvelopeUnreadable as exc:
+        fail(f"{source}: not a DSSE envelope: {exc.message}")
+    except AttestationRejected as exc:
+        fail(f"{source}: not verified: {exc.message}", code=1)
+    if json_out:
+        emit_json(verified.statement)
+        return
+    typer.echo(f"verified  {verified.plan}  {verified.outcome}")
+    typer.echo(f"  plan digest  {verified.plan_digest}")
+    typer.echo(f"  decision     {verified.decision_id}")
+    typer.echo(f"  bundle       {verified.bundle_revision}")
+    typer.echo(f"  decided at   {verified.created_at}")
+    typer.echo(f"  signed by    {key_id(verifying_key)}")
+
+
+@gate_app.command("public-key")
+def public_key(server: ServerOpt = None) -> None:
+    """Print the public key (PEM) the registry signs decisions with, for `gate verify`."""
+    from cli.backend import open_backend
+
+    typer.echo(open_backend(server).attestation_public_key(), nl=False)

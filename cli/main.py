@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +15,8 @@ from cli.evidence_cmds import extend_evidence, extend_workload
 from cli.evidence_lifecycle import extend_lifecycle
 from cli.gate import gate_app, size
 from cli.records import record_commands
+from cli.tokens import token_app
+from cli.waivers import extend_waivers
 
 app = typer.Typer(
     name="capgate",
@@ -40,15 +43,20 @@ evidence_app = record_commands(
 extend_evidence(evidence_app)
 extend_lifecycle(evidence_app)
 app.add_typer(evidence_app, name="evidence")
-app.add_typer(
-    record_commands("waiver", "Waivers: owned, expiring exceptions to one policy for one plan."),
-    name="waiver",
+waiver_app = record_commands(
+    "waiver", "Waivers: owned, expiring exceptions to one policy for one plan (four eyes)."
 )
+extend_waivers(waiver_app)
+app.add_typer(waiver_app, name="waiver")
 plan_app = record_commands("plan", "Capacity plans: replicas, serving config, admission, drain.")
 plan_app.command("size")(size)
 app.add_typer(plan_app, name="plan")
 app.add_typer(gate_app, name="gate")
 app.add_typer(audit_app, name="audit")
+app.add_typer(token_app, name="token")
+
+
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
 @app.command("serve")
@@ -56,19 +64,76 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    auth_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--auth-config",
+            envvar="CAPGATE_AUTH_CONFIG",
+            help="Trusted OIDC issuers and what they grant (YAML); API tokens always work.",
+        ),
+    ] = None,
+    insecure_local: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-local",
+            help="No credential needed: requests act as you. Loopback only, one worker.",
+        ),
+    ] = False,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="debug, info (one access line per request), warning.")
+    ] = "warning",
 ) -> None:
     """Serve the REST API (OpenAPI at /docs) on the configured database."""
+    import logging
+
     import uvicorn
 
-    from registry.settings import Settings
+    from cli.output import fail
+    from registry.auth.authenticator import Authenticator
+    from registry.auth.config import AuthConfig
+    from registry.settings import Settings, default_principal
     from registry.storage.database import Database
 
+    level = log_level.lower()
+    if level not in {"debug", "info", "warning", "error"}:
+        fail(f"--log-level: {log_level!r} is not one of debug, info, warning, error")
+    if auth_config is None and not insecure_local:
+        fail(
+            "capgate serve needs --auth-config (CAPGATE_AUTH_CONFIG): who may call it; "
+            "for a try-out on this machine only, --insecure-local"
+        )
+    if insecure_local and host not in LOOPBACK:
+        fail(f"--insecure-local serves loopback only, not {host}")
+    if auth_config is not None:
+        AuthConfig.load(auth_config)  # a bad file is refused before anything binds
+    logging.basicConfig(level=level.upper(), format="%(message)s", stream=sys.stderr)
     settings = Settings.from_env()
+    database = Database(settings.database_url)
     # Refuse to start on a database at the wrong schema, with the same one-line message.
-    Database(settings.database_url).check_schema()
+    database.check_schema()
+    if insecure_local:
+        from registry.api.app import create_app
+
+        local = Authenticator(local_subject=f"local:{default_principal()}")
+        # capgate's own access line names the principal: uvicorn's would not.
+        uvicorn.run(
+            create_app(database, settings, local),
+            host=host,
+            port=port,
+            log_level=level,
+            access_log=False,
+        )
+        return
     os.environ.setdefault("CAPGATE_DATABASE_URL", settings.database_url)
+    if auth_config is not None:
+        os.environ["CAPGATE_AUTH_CONFIG"] = str(auth_config.resolve())
     uvicorn.run(
-        "registry.api.server:app", host=host, port=port, workers=workers, log_level="warning"
+        "registry.api.server:app",
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=level,
+        access_log=False,
     )
 
 

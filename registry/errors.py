@@ -69,3 +69,31 @@ class Unavailable(CapgateError):
     """A dependency (database, policy engine, server) cannot be reached or read."""
 
     status_code = 503
+
+
+class Unauthenticated(CapgateError):
+    """No credential, or one that does not verify (bad signature, expired, revoked)."""
+
+    status_code = 401
+    exit_code = 2
+
+
+class Forbidden(CapgateError):
+    """A verified principal asked for something its roles or team do not allow."""
+
+    status_code = 403
+    exit_code = 2
+
+
+class Tampered(CapgateError):
+    """The registry's stored state disagrees with its own digests or audit trail.
+
+    A record whose content no longer hashes to its digest, a row that no audit event
+    recorded (or that differs from what its event recorded), or a hash chain that does
+    not verify. Nothing read from such a registry is trusted: the gate refuses to decide
+    (exit 2, never allow). HTTP 500: the server's own state is corrupt, which no change
+    to the request can fix (409 would invite a retry).
+    """
+
+    status_code = 500
+    exit_code = 2

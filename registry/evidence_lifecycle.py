@@ -89,10 +89,19 @@ def withdraw(ctx: WriteContext, *, ref: str, reason: str) -> Withdrawal:
             withdrawn_at=ctx.now,
         )
     )
+    from registry.audit.rows import ROWS_KEY, settle, withdrawal_entry
+
+    settle(ctx.session, row)
     done = view(row, evidence)
     ctx.record_event(
         "evidence.withdraw",
-        {"kind": "evidence", "ref": done.evidence, "digest": done.digest, "reason": text},
+        {
+            "kind": "evidence",
+            "ref": done.evidence,
+            "digest": done.digest,
+            "reason": text,
+            ROWS_KEY: [withdrawal_entry(row)],
+        },
     )
     return done
 

@@ -32,6 +32,28 @@ class Settings:
     principal: str
     policy_engine: str
     opa_url: str | None
+    # The CLI's credential for a server: CAPGATE_TOKEN, else the file CAPGATE_TOKEN_FILE.
+    token_value: str | None = None
+    token_file: str | None = None
+    auth_config: str | None = None
+    # OPA: the PEM private key that signs the policy bundle OPA sidecars pull
+    # (CAPGATE_BUNDLE_SIGNING_KEY) and the key id OPA knows it by; the CA that the OPA
+    # engine's server certificate must chain to (CAPGATE_OPA_CA_FILE; https only then).
+    bundle_signing_key: str | None = None
+    bundle_signing_key_id: str | None = None
+    opa_ca_file: str | None = None
+
+    def token(self) -> str | None:
+        if self.token_value:
+            return self.token_value.strip()
+        if self.token_file:
+            from registry.errors import Unavailable
+
+            try:
+                return Path(self.token_file).expanduser().read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise Unavailable(f"cannot read the token file {self.token_file}: {exc}") from None
+        return None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -42,4 +64,10 @@ class Settings:
             principal=env.get("CAPGATE_PRINCIPAL") or default_principal(),
             policy_engine=env.get("CAPGATE_POLICY_ENGINE", "embedded"),
             opa_url=env.get("CAPGATE_OPA_URL") or None,
+            token_value=env.get("CAPGATE_TOKEN") or None,
+            token_file=env.get("CAPGATE_TOKEN_FILE") or None,
+            auth_config=env.get("CAPGATE_AUTH_CONFIG") or None,
+            bundle_signing_key=env.get("CAPGATE_BUNDLE_SIGNING_KEY") or None,
+            bundle_signing_key_id=env.get("CAPGATE_BUNDLE_SIGNING_KEY_ID") or None,
+            opa_ca_file=env.get("CAPGATE_OPA_CA_FILE") or None,
         )

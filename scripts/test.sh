@@ -38,4 +38,7 @@ if compgen -G "policies/*/*.rego" >/dev/null; then
 fi
 
 step "pytest"
-.venv/bin/pytest "$@"
+# Two workers, one test file each at a time (module fixtures stay per file): the suite
+# is CPU-bound and CI has two cores. Each worker gets its own PostgreSQL database and
+# OPA server (tests/conftest.py).
+.venv/bin/pytest -n "${CAPGATE_TEST_WORKERS:-2}" --dist loadfile "$@"

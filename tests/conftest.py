@@ -25,6 +25,19 @@ CACHED_OPA = Path.home() / ".cache" / "capgate" / "opa-v1.22.3" / "bin" / "opa"
 BACKENDS = ["sqlite", "postgres"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The embedded defaults (signing key, default registry) live in the user's data
+    directory; tests, and the CLI processes they start, use a throwaway one instead."""
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     if not POSTGRES_URL:
@@ -55,8 +68,8 @@ def _empty_tables(database: Database) -> None:
         connection.execute(
             text(
                 "TRUNCATE staleness, decision_attestations, decisions, recomputations, "
-                "waiver_approvals, api_tokens, policy_decision_logs, record_refs, records, "
-                "audit_events RESTART IDENTITY CASCADE"
+                "waiver_approvals, api_tokens, policy_decision_logs, policy_bundles, record_refs, "
+                "records, audit_events RESTART IDENTITY CASCADE"
             )
         )
 

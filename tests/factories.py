@@ -7,10 +7,13 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registry.records.documents import load_document
 from registry.records.kinds import RecordKind
+
+if TYPE_CHECKING:
+    from registry.storage.database import Database
 
 EXAMPLE_DIR = Path(__file__).resolve().parent.parent / "examples" / "chat-assistant"
 
@@ -147,3 +150,16 @@ def vllm_summary(
     }
     doc.update(kw)
     return json.dumps(doc).encode()
+
+
+def approve_waiver(
+    database: Database, ref: str, *, by: str = "approver-carol", at: datetime | None = None
+) -> None:
+    """The second pair of eyes: a waiver applies only once someone else approves it."""
+    from registry.gate.waiver_approvals import approve
+
+    database.write(
+        lambda ctx: approve(ctx, ref=ref, comment="reviewed"),
+        principal=by,
+        now=(lambda: at) if at is not None else None,
+    )

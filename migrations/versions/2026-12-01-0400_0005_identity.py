@@ -47,7 +47,9 @@ def upgrade() -> None:
         sa.Column("approved_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("comment", sa.Text(), nullable=True),
         sa.ForeignKeyConstraint(
-            ["waiver_record_id"], ["records.id"], name="fk_waiver_approvals_waiver_record_id_records"
+            ["waiver_record_id"],
+            ["records.id"],
+            name="fk_waiver_approvals_waiver_record_id_records",
         ),
         sa.UniqueConstraint("waiver_record_id", name="uq_waiver_approvals_waiver_record_id"),
     )
@@ -73,9 +75,7 @@ def upgrade() -> None:
         sa.Column("digest", sa.String(71), nullable=False),
         sa.PrimaryKeyConstraint("decision_id", name="pk_policy_decision_logs"),
     )
-    op.create_index(
-        "ix_policy_decision_logs_received_at", "policy_decision_logs", ["received_at"]
-    )
+    op.create_index("ix_policy_decision_logs_received_at", "policy_decision_logs", ["received_at"])
 
 
 def downgrade() -> None:

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from registry import __version__
+from registry.api.access_log import install_access_log
 from registry.api.audit import audit_router
-from registry.api.deps import DatabaseDep
+from registry.api.bundles import bundles_router
+from registry.api.deps import DatabaseDep, authorize
 from registry.api.errors import error_body, install_error_handlers
 from registry.api.evidence import evidence_router
 from registry.api.evidence_lifecycle import evidence_lifecycle_router
 from registry.api.gate import gate_router
+from registry.api.query_guard import reject_unknown_query
 from registry.api.records import records_router
+from registry.api.tokens import tokens_router
+from registry.api.waiver_approvals import waiver_approvals_router
+from registry.auth.authenticator import Authenticator
 from registry.errors import CapgateError
 from registry.records.kinds import all_schemas
 from registry.settings import Settings
@@ -46,7 +52,16 @@ def _openapi_with_record_schemas(app: FastAPI) -> dict[str, Any]:
     return spec
 
 
-def create_app(database: Database, settings: Settings | None = None) -> FastAPI:
+def create_app(
+    database: Database,
+    settings: Settings | None = None,
+    authenticator: Authenticator | None = None,
+) -> FastAPI:
+    """Every route but /healthz and /readyz needs a verified bearer token.
+
+    Without an authenticator the app accepts capgate API tokens only (no OIDC issuer);
+    `capgate serve` builds one from its auth configuration.
+    """
     app = FastAPI(
         title="capgate",
         version=__version__,
@@ -54,13 +69,22 @@ def create_app(database: Database, settings: Settings | None = None) -> FastAPI:
     )
     app.state.database = database
     app.state.settings = settings or Settings.from_env()
+    app.state.authenticator = authenticator or Authenticator()
     install_error_handlers(app)
+    install_access_log(app)
+    guarded = [Depends(authorize), Depends(reject_unknown_query)]
     # Evidence routes first: /v1/evidence/stale must not be read as a record reference.
-    app.include_router(evidence_router(), prefix="/v1")
-    app.include_router(evidence_lifecycle_router(), prefix="/v1")
-    app.include_router(gate_router(), prefix="/v1")
-    app.include_router(audit_router(), prefix="/v1")
-    app.include_router(records_router(), prefix="/v1")
+    for router in (
+        evidence_router(),
+        evidence_lifecycle_router(),
+        gate_router(),
+        audit_router(),
+        tokens_router(),
+        waiver_approvals_router(),
+        bundles_router(),
+        records_router(),
+    ):
+        app.include_router(router, prefix="/v1", dependencies=guarded)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:

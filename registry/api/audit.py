@@ -1,10 +1,14 @@
-"""The audit trail: every write, hash-chained, and a check that the chain is intact."""
+"""The audit trail: every write, hash-chained, and a check that the chain and the rows it
+recorded are intact. Checkpoints are signed and checked by the client (`capgate audit
+checkpoint`, `capgate audit verify --checkpoint`): the signing key never reaches the
+server, and a client checks what the server says against what it signed before."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import AwareDatetime
 
 from registry.api.deps import DatabaseDep
 from registry.audit.service import AuditEventView, ChainReport, list_events, verify
@@ -24,19 +28,36 @@ def audit_router() -> APIRouter:
         database: DatabaseDep,
         action: str | None = None,
         principal: str | None = None,
+        seq: Annotated[
+            int | None, Query(ge=1, description="Only the event with this sequence number.")
+        ] = None,
+        since: Annotated[
+            AwareDatetime | None, Query(description="Events at or after this instant.")
+        ] = None,
+        until: Annotated[
+            AwareDatetime | None, Query(description="Events before this instant.")
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> Page[AuditEventView]:
         with database.reading() as session:
             return list_events(
-                session, action=action, principal=principal, limit=limit, offset=offset
+                session,
+                action=action,
+                principal=principal,
+                seq=seq,
+                since=since,
+                until=until,
+                limit=limit,
+                offset=offset,
             )
 
     @router.get(
         "/audit/verify",
         response_model=ChainReport,
         operation_id="audit_verify",
-        summary="Walk the hash chain from the first event; report any break",
+        summary="Walk the hash chain from the first event and check every row against "
+        "the event that recorded it; report any break",
     )
     def verify_chain(database: DatabaseDep) -> ChainReport:
         with database.reading() as session:

@@ -6,9 +6,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
-from pydantic import BaseModel
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field
 
 from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.errors import NotFound
 from registry.gate.recheck import RecheckReport, recheck_all
 from registry.gate.service import Engine, check, get_decision, list_decisions
 from registry.gate.views import DecisionView, Outcome
@@ -21,6 +23,27 @@ from registry.staleness.thresholds import load_thresholds
 
 class CheckRequest(BaseModel):
     plan: str
+
+
+class DecisionInput(BaseModel):
+    decision_id: str
+    input_digest: str
+    bundle_revision: str
+    recomputation_digest: str | None
+    input: dict[str, Any]
+
+
+class DsseSignature(BaseModel):
+    keyid: str = Field(description="sha256 (hex) of the raw Ed25519 public key.")
+    sig: str = Field(description="Base64 Ed25519 signature over the DSSE PAE.")
+
+
+class DsseEnvelope(BaseModel):
+    """A DSSE envelope whose payload is an in-toto Statement v1 about one decision."""
+
+    payload: str = Field(description="Base64 of the statement's canonical JSON.")
+    payloadType: str = Field(description="application/vnd.in-toto+json")
+    signatures: list[DsseSignature]
 
 
 def _engine(request: Request) -> Engine:
@@ -89,6 +112,75 @@ def gate_router() -> APIRouter:
     def decision(decision_id: str, request: Request, database: DatabaseDep) -> DecisionView:
         with database.reading() as session:
             return get_decision(session, decision_id, current_revision=_current_revision(request))
+
+    @router.get(
+        "/decisions/{decision_id}/input",
+        response_model=DecisionInput,
+        operation_id="get_decision_input",
+        summary="The exact input document the policies evaluated (with the recomputation)",
+        description="Re-run the policies on it offline: `opa eval -d policies/ -i input.json "
+        "data.capgate.gate.decision` with the bundle at `bundle_revision`.",
+    )
+    def decision_input(decision_id: str, database: DatabaseDep) -> DecisionInput:
+        import json
+
+        from registry.digest import content_digest
+        from registry.errors import Tampered
+        from registry.storage.repository import GateRepository
+
+        with database.reading() as session:
+            get_decision(session, decision_id, current_revision=None)  # 422 or 404 first
+            row = GateRepository(session).decision(decision_id)
+            assert row is not None  # get_decision found it in this same session
+            stored = json.loads(row.input or "{}")
+            input_digest, revision = row.input_digest, row.bundle_revision
+        # The row keeps the recomputation's digest beside the document the policies saw.
+        recomputation_digest = stored.pop("recomputation_digest", None)
+        document = stored
+        # What is handed to an auditor must be what was decided on: re-hash it.
+        if document and content_digest(document) != input_digest:
+            raise Tampered(
+                f"decision {decision_id}: its stored input does not hash to its input digest "
+                f"{input_digest}"
+            )
+        return DecisionInput(
+            decision_id=decision_id,
+            input_digest=input_digest,
+            bundle_revision=revision,
+            recomputation_digest=recomputation_digest,
+            input=document,
+        )
+
+    @router.get(
+        "/decisions/{decision_id}/attestation",
+        response_model=DsseEnvelope,
+        operation_id="get_decision_attestation",
+        summary="The decision as a signed in-toto statement (DSSE envelope)",
+        description="Verify it offline with the key at /v1/attestation/public-key "
+        "(`capgate gate verify`).",
+    )
+    def decision_attestation(decision_id: str, database: DatabaseDep) -> dict[str, Any]:
+        from registry.attestation.store import envelope_of, get_attestation
+
+        with database.reading() as session:
+            get_decision(session, decision_id, current_revision=None)  # 422 or 404 first
+            row = get_attestation(session, decision_id)
+            if row is None:
+                raise NotFound(f"decision {decision_id} has no attestation")
+            return envelope_of(row)
+
+    @router.get(
+        "/attestation/public-key",
+        response_class=PlainTextResponse,
+        operation_id="get_attestation_public_key",
+        summary="The public key (PEM) decision attestations are signed with",
+        responses={200: {"content": {"text/plain": {}}}},
+    )
+    def attestation_public_key() -> PlainTextResponse:
+        from registry.keys import signing_key
+
+        key = signing_key()
+        return PlainTextResponse(key.public_pem(), headers={"X-Capgate-Key-Id": key.key_id})
 
     @router.get(
         "/decisions",

@@ -6,11 +6,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response, status
 
-from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.deps import DatabaseDep, IdentityDep
+from registry.auth.ownership import check_can_publish
 from registry.records import service
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
 from registry.records.views import Page, RecordView, SeriesView, SubmitResult
+from registry.storage.database import WriteContext
 
 Limit = Annotated[int, Query(ge=1, le=service.MAX_PAGE)]
 Offset = Annotated[int, Query(ge=0)]
@@ -35,12 +37,16 @@ def _routes_for(router: APIRouter, kind: RecordKind) -> None:
         body: Annotated[dict[str, Any], Body()],
         response: Response,
         database: DatabaseDep,
-        principal: PrincipalDep,
+        identity: IdentityDep,
     ) -> SubmitResult:
         record = validate_record(kind, body)
-        result = database.write(
-            lambda ctx: service.submit(ctx, kind=kind, record=record), principal=principal
-        )
+
+        def work(ctx: WriteContext) -> SubmitResult:
+            # In the write's transaction: the owner checked is the owner written after.
+            check_can_publish(ctx, identity, kind, record)
+            return service.submit(ctx, kind=kind, record=record)
+
+        result = database.write(work, principal=identity.subject)
         if not result.created:
             response.status_code = status.HTTP_200_OK
         return result

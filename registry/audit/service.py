@@ -1,4 +1,4 @@
-"""Reading the audit trail and verifying its hash chain."""
+"""Reading the audit trail, verifying it and the rows it recorded, and checkpoints."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from registry.audit.chain import as_utc, verify_chain
+from registry.audit.chain import as_utc, event_at
+from registry.audit.checkpoint import Checkpoint
+from registry.audit.checkpoint import problems as checkpoint_problems
+from registry.audit.integrity import verify_registry
 from registry.records.views import Page
 from registry.storage.models import AuditEventRow
 
@@ -26,6 +29,13 @@ class AuditEventView(BaseModel):
 
 
 class ChainReport(BaseModel):
+    """The chain walked from its first event and every covered row checked against it.
+
+    `events` and `head` are those walked (a checkpoint is taken of them); `problems`
+    name the broken links and each row that no event recorded, that its event recorded
+    but is gone, or that differs from its event (table, key and what differs).
+    """
+
     events: int
     intact: bool
     problems: list[str]
@@ -37,10 +47,19 @@ def list_events(
     *,
     action: str | None = None,
     principal: str | None = None,
+    seq: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     limit: int = 50,
     offset: int = 0,
 ) -> Page[AuditEventView]:
     query = select(AuditEventRow)
+    if since is not None:
+        query = query.where(AuditEventRow.at >= since)
+    if until is not None:
+        query = query.where(AuditEventRow.at < until)
+    if seq is not None:
+        query = query.where(AuditEventRow.seq == seq)
     if action is not None:
         query = query.where(AuditEventRow.action == action)
     if principal is not None:
@@ -66,8 +85,20 @@ def list_events(
     )
 
 
-def verify(session: Session) -> ChainReport:
-    problems = verify_chain(session)
-    count = session.scalar(select(func.count()).select_from(AuditEventRow)) or 0
-    head = session.scalar(select(AuditEventRow.hash).order_by(AuditEventRow.seq.desc()).limit(1))
-    return ChainReport(events=int(count), intact=not problems, problems=problems, head=head)
+def verify(session: Session, *, checkpoint: Checkpoint | None = None) -> ChainReport:
+    """The whole chain and every covered row; against `checkpoint` too when given (its
+    signature already verified: registry.audit.checkpoint.verified)."""
+    ledger, problems = verify_registry(session)
+    if checkpoint is not None:
+        at_size = event_at(session, checkpoint.size) if checkpoint.size else None
+        problems += checkpoint_problems(
+            checkpoint,
+            highest=ledger.chain.seq,
+            event_at_size=(at_size.seq, at_size.hash) if at_size is not None else None,
+        )
+    return ChainReport(
+        events=ledger.chain.events,
+        intact=not problems,
+        problems=problems,
+        head=ledger.chain.head if ledger.chain.events else None,
+    )

@@ -14,6 +14,7 @@ from typing import cast
 from sqlalchemy.orm import Session
 
 from registry.evidence_lifecycle import withdrawn_ids
+from registry.gate.waiver_approvals import approvals_of
 from registry.gate.waivers import WaiverRecord
 from registry.records import service
 from registry.records.evidence import LoadTestEvidence
@@ -149,11 +150,16 @@ def build_context(
             EvidenceItem(view=service.to_view(row, pins), model=model, freshness=freshness)
         )
     plan_model = cast(CapacityPlan, plan.model)
+    waiver_rows = repo.latest_of_series(RecordKind.waiver.value)
+    approvals = approvals_of(session, [row.id for row in waiver_rows])
     waivers = [
         WaiverRecord(
-            ref=pinned(row.name, row.version), waiver=cast(Waiver, service.load_model(row))
+            ref=pinned(row.name, row.version),
+            waiver=cast(Waiver, service.load_model(row)),
+            requested_by=row.created_by,
+            approved_by=approvals[row.id].approved_by if row.id in approvals else None,
         )
-        for row in repo.latest_of_series(RecordKind.waiver.value)
+        for row in waiver_rows
     ]
     return PlanContext(
         plan_row_id=plan_row_id,

@@ -5,11 +5,17 @@ input that breaks its schema, a policy engine that is down, errors or answers no
 ends in the outcome `error`, which release pipelines treat like a denial (exit 2),
 never in `allow`. Where the registry itself is reachable, the error decision is kept
 too, so an auditor sees failed checks as well as passed ones.
+
+A registry that fails its integrity check (its audit chain, or any row the decision
+rests on against the event that wrote it: registry.audit.integrity, whose module text
+says how a check stays fast) is not reachable in that sense: the check raises Tampered
+(exit 2) and keeps nothing, since keeping a decision would extend a broken chain.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -17,20 +23,25 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from registry.attestation.store import attest_stored_decision
 from registry.audit.chain import as_utc
+from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
+from registry.audit.integrity import Feeds, guard_for
+from registry.audit.rows import ROWS_KEY, decision_entry, settle
 from registry.digest import canonical_json, content_digest
-from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound
+from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
 from registry.gate.assemble import gate_input
+from registry.gate.context import PlanContext
 from registry.gate.input_document import CalibrationInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
-from registry.records.references import pinned
+from registry.records.references import parse_ref, pinned
 from registry.records.views import Page
 from registry.sizing.service import size_plan
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database, WriteContext
 from registry.storage.models import DecisionRow, RecordRow
-from registry.storage.repository import GateRepository
+from registry.storage.repository import GateRepository, IntegrityRepository
 
 
 class Violation(Protocol):
@@ -71,8 +82,23 @@ def _violation_dicts(decision: EngineDecision) -> list[dict[str, Any]]:
     )
 
 
+def _stored_input(row: DecisionRow) -> dict[str, Any]:
+    """The decision's input document, re-hashed against the input digest it was decided
+    on (the stored input also carries the recomputation's digest, outside the digest)."""
+    stored: dict[str, Any] = json.loads(row.input)
+    if row.input_digest != "none":
+        document = {k: v for k, v in stored.items() if k != "recomputation_digest"}
+        if content_digest(document) != row.input_digest:
+            raise Tampered(
+                f"stored decision {row.id} was altered: its input does not hash to its "
+                f"input digest {row.input_digest}",
+                details={"table": "decisions", "id": row.id},
+            )
+    return stored
+
+
 def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) -> DecisionView:
-    document = json.loads(row.input)
+    document = _stored_input(row)
     return DecisionView(
         id=row.id,
         plan=pinned(plan.name, plan.version),
@@ -114,30 +140,46 @@ def _input_digests(document: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _previous_calibration(
-    database: Database, plan_name: str
-) -> tuple[str, CalibrationInput] | None:
-    """The calibration the plan's last decision (any version) was taken with, if any."""
-    with database.reading() as session:
-        rows, _ = GateRepository(session).decisions(
-            plan_name=plan_name,
-            outcome=None,
-            principal=None,
-            since=None,
-            until=None,
-            limit=1,
-            offset=0,
-        )
-        if not rows:
-            return None
-        decision_id, stored_input = rows[0][0].id, rows[0][0].input
+def _previous_decision(
+    session: Session, plan_name: str
+) -> tuple[str, CalibrationInput | None] | None:
+    """The plan's last decision (any version) and the calibration it was taken with."""
+    rows, _ = GateRepository(session).decisions(
+        plan_name=plan_name,
+        outcome=None,
+        principal=None,
+        since=None,
+        until=None,
+        limit=1,
+        offset=0,
+    )
+    if not rows:
+        return None
+    decision_id, stored_input = rows[0][0].id, rows[0][0].input
     stored = json.loads(stored_input or "{}").get("recomputation", {}).get("calibration")
     if not isinstance(stored, dict):
-        return None  # decided before calibration was part of the input, or an error
+        return decision_id, None  # decided before calibration was part of the input, or an error
     try:
         return decision_id, CalibrationInput.model_validate(stored)
     except ValidationError:
-        return None
+        return decision_id, None
+
+
+def _context_feeds(session: Session, context: PlanContext) -> Feeds:
+    """Every record (and, through their series, staleness, withdrawal and approval row)
+    the plan's context was read from, for the integrity check."""
+    repo = IntegrityRepository(session)
+    evidence = repo.version_ids(
+        "evidence", [(item.view.name, item.view.version) for item in context.evidence]
+    )
+    waiver_refs = [parse_ref(waiver.ref) for waiver in context.waivers]
+    waivers = repo.version_ids(
+        "waiver", [(str(ref.name), int(ref.version or 0)) for ref in waiver_refs]
+    )
+    ids = {context.plan_row_id, *evidence.values(), *waivers.values()}
+    pins = repo.refs(ids)
+    ids |= {target for targets in pins.values() for target in targets.values()}
+    return Feeds(record_ids=frozenset(ids), every_waiver=True)
 
 
 def check(
@@ -149,17 +191,50 @@ def check(
     limits: StalenessThresholds,
     now: datetime | None = None,
 ) -> DecisionView:
-    """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error)."""
+    """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
+
+    Raises Tampered, storing nothing, when the registry fails its integrity check.
+    """
     moment = now or datetime.now(UTC)
-    sized = size_plan(database, plan_ref=plan_ref, principal=principal, now=moment, limits=limits)
+    guard = guard_for(database)
+    with database.reading() as session:
+        enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
+
+    def verify_context(context: PlanContext) -> None:
+        # Before the planner runs or its result is stored: nothing is appended to a
+        # registry whose records, staleness, withdrawals or waivers were tampered with.
+        with database.reading() as session:
+            feeds = _context_feeds(session, context)
+        guard.check_feeds(database, feeds)
+
+    sized = size_plan(
+        database,
+        plan_ref=plan_ref,
+        principal=principal,
+        now=moment,
+        limits=limits,
+        verify=verify_context,
+    )
     context = sized.context
+    with database.reading() as session:
+        last = _previous_decision(session, context.plan.name)
+    # The recomputation used and the decision whose calibration is reused.
+    guard.check_feeds(
+        database,
+        Feeds(
+            record_ids=frozenset(),
+            decision_ids=frozenset([last[0]] if last else []),
+            recomputation_ids=frozenset([sized.row_id]),
+            every_waiver=False,
+        ),
+    )
+    previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}
     violations: list[dict[str, Any]] = []
     outcome, error = Outcome.error, None
     revision = "unknown"
     notes: list[str] = []
     try:
-        previous = _previous_calibration(database, context.plan.name)
         document = gate_input(context, sized.view.result, previous).model_dump(mode="json")
     except ValidationError as exc:
         error = f"the gate input does not match its schema: {exc.errors()[0]['msg']}"
@@ -198,6 +273,7 @@ def check(
     stored_input = dict(document, recomputation_digest=sized.view.digest) if document else {}
 
     def store(ctx: WriteContext) -> DecisionRow:
+        guard.check_append(ctx.session)  # never extend a chain that does not verify
         row = DecisionRow(
             id=str(uuid.uuid4()),
             plan_record_id=context.plan_row_id,
@@ -214,6 +290,9 @@ def check(
             created_at=ctx.now,
         )
         GateRepository(ctx.session).add(row)
+        settle(ctx.session, row)
+        # The decision as a signed in-toto statement, in the same transaction.
+        attest_stored_decision(ctx.session, row)
         ctx.record_event(
             "gate.check",
             {
@@ -223,6 +302,7 @@ def check(
                 "engine": engine.name,
                 "bundle_revision": revision,
                 "input_digest": row.input_digest,
+                ROWS_KEY: [decision_entry(row)],
             },
         )
         return row
@@ -267,8 +347,11 @@ def list_decisions(
     offset: int = 0,
     current_revision: str | None = None,
 ) -> Page[DecisionView]:
+    # `plan` is a name (every version) or name@vN (decisions on that version only).
+    pinned_version = re.fullmatch(r"(?P<name>.+)@v(?P<version>[1-9][0-9]{0,8})", plan or "")
     rows, total = GateRepository(session).decisions(
-        plan_name=plan,
+        plan_name=pinned_version["name"] if pinned_version else plan,
+        plan_version=int(pinned_version["version"]) if pinned_version else None,
         outcome=outcome.value if outcome else None,
         principal=principal,
         since=since,

@@ -15,6 +15,9 @@ EXPIRY_WARNING = timedelta(days=30)
 class WaiverRecord:
     ref: str
     waiver: Waiver
+    requested_by: str
+    # Four eyes: None until a different principal with the approver role approves it.
+    approved_by: str | None
 
 
 @dataclass
@@ -80,6 +83,14 @@ def apply_waivers(
                     f"{other.waiver.granted_for}, not {plan_ref}: not applied; grant it for "
                     f"{plan_ref} (granted_for) if the exception still holds"
                 )
+        for waiting in (w for w in matching if w.approved_by is None):
+            if waiting.ref not in warned:
+                warned.add(waiting.ref)
+                outcome.warnings.append(
+                    f"waiver {waiting.ref} for {waiting.waiver.policy} (requested by "
+                    f"{waiting.requested_by}) is pending approval: not applied"
+                )
+        matching = [w for w in matching if w.approved_by is not None]
         active = [w for w in matching if w.waiver.expires_at > now]
         for expired in (w for w in matching if w.waiver.expires_at <= now):
             if expired.ref not in warned:
@@ -98,6 +109,8 @@ def apply_waivers(
                 **violation,
                 "waived_by": chosen.ref,
                 "waiver_owner": chosen.waiver.owner,
+                "waiver_requested_by": chosen.requested_by,
+                "waiver_approved_by": chosen.approved_by,
                 "waiver_expires_at": chosen.waiver.expires_at.isoformat(),
             }
         )

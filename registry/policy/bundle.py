@@ -27,6 +27,17 @@ class PolicyBundle:
     revision: str
     modules: dict[str, str] = field(repr=False)
     data: dict[str, Any] = field(repr=False)
+    # data.json exactly as the revision covers it (None: the canonical text of `data`).
+    data_text: str | None = field(default=None, repr=False, compare=False)
+
+    def files(self) -> dict[str, str]:
+        """Every file of the bundle by path, as the revision covers them.
+
+        ``files_revision(bundle.files()) == bundle.revision``: anyone holding the files (an
+        OPA bundle tarball, say) recomputes the revision from them.
+        """
+        data_text = self.data_text if self.data_text is not None else _data_text(self.data)
+        return {**self.modules, DATA_FILE: data_text}
 
     @classmethod
     def from_sources(cls, modules: dict[str, str], data: dict[str, Any]) -> PolicyBundle:
@@ -34,15 +45,21 @@ class PolicyBundle:
         for path in modules:
             if path.endswith(TEST_SUFFIX):
                 raise ValueError(f"test module {path} cannot be part of a policy bundle")
-        data_text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        data_text = _data_text(data)
         return cls(
-            revision=_revision({**modules, DATA_FILE: data_text}),
+            revision=files_revision({**modules, DATA_FILE: data_text}),
             modules=dict(sorted(modules.items())),
             data=data,
+            data_text=data_text,
         )
 
 
-def _revision(files_by_name: dict[str, str]) -> str:
+def _data_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def files_revision(files_by_name: dict[str, str]) -> str:
+    """The revision of a bundle's files: sha256 over their sorted names and contents."""
     digest = hashlib.sha256()
     for name in sorted(files_by_name):
         digest.update(name.encode("utf-8") + b"\0")
@@ -70,7 +87,10 @@ def read_bundle(root: Path) -> PolicyBundle:
     if not isinstance(data, dict):
         raise ValueError(f"{data_path} must hold a JSON object")
     return PolicyBundle(
-        revision=_revision({**modules, DATA_FILE: data_text}), modules=modules, data=data
+        revision=files_revision({**modules, DATA_FILE: data_text}),
+        modules=modules,
+        data=data,
+        data_text=data_text,
     )
 
 

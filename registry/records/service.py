@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
-from registry.errors import FieldProblem, InvalidInput, NotFound, Unavailable
+from registry.errors import FieldProblem, InvalidInput, NotFound, Tampered, Unavailable
 from registry.records.common import Metadata
 from registry.records.evidence import EntryKind, LoadTestEvidence
 from registry.records.kinds import RecordKind
@@ -23,7 +23,7 @@ from registry.records.references import parse_ref, pinned
 from registry.records.views import Page, RecordView, SeriesView, SubmitResult
 from registry.records.waiver import Waiver
 from registry.storage.database import WriteContext
-from registry.storage.models import RecordRow
+from registry.storage.models import RecordRow, StalenessRow
 from registry.storage.repository import EvidenceLifecycleRepository, RecordRepository
 
 MAX_PAGE = 500
@@ -95,7 +95,28 @@ def to_view(row: RecordRow, references: dict[str, RecordRow]) -> RecordView:
     )
 
 
+def check_intact(row: RecordRow) -> None:
+    """Raise Tampered unless the stored content still hashes to the stored digest.
+
+    Every read of a record's content goes through here (`to_view` for show and GET,
+    `load_model` for the gate, the planner, staleness and submission checks): content
+    edited in the database is never used under the digest it was registered with. A
+    digest edited along with it is caught against the audit trail instead
+    (registry.audit.integrity).
+    """
+    from registry.audit.rows import text_intact
+
+    if not text_intact(row.content, row.digest):
+        ref = pinned(row.name, row.version)
+        raise Tampered(
+            f"stored {row.kind} record {ref} was altered: its content does not hash to its "
+            f"digest {row.digest}",
+            details={"table": "records", "id": row.id, "ref": ref, "digest": row.digest},
+        )
+
+
 def _content(row: RecordRow) -> dict[str, Any]:
+    check_intact(row)
     try:
         content: dict[str, Any] = json.loads(row.content)
     except json.JSONDecodeError as exc:
@@ -106,7 +127,9 @@ def _content(row: RecordRow) -> dict[str, Any]:
 
 
 def load_model(row: RecordRow) -> BaseModel:
-    """The stored content validated back into its schema; unreadable content is an error."""
+    """The stored content validated back into its schema; unreadable or altered content
+    is an error."""
+    check_intact(row)
     try:
         return RecordKind(row.kind).schema.model_validate_json(row.content)
     except ValidationError as exc:
@@ -234,14 +257,18 @@ def submit(
         created_by=ctx.principal,
         reverts_version=reverted.version if reverted is not None else None,
     )
-    repo.add(row, {role: target.id for role, target in targets.items()})
+    ref_ids = {role: target.id for role, target in targets.items()}
+    repo.add(row, ref_ids)
+    raw_digests: list[str] = []
     if kind is RecordKind.evidence:
-        EvidenceLifecycleRepository(ctx.session).add_raw_digests(
-            row.id, sorted(cast(LoadTestEvidence, pinned_record).raw_digests())
-        )
+        raw_digests = sorted(cast(LoadTestEvidence, pinned_record).raw_digests())
+        EvidenceLifecycleRepository(ctx.session).add_raw_digests(row.id, raw_digests)
+    from registry.audit.rows import ROWS_KEY, record_entry, settle, staleness_entry
     from registry.staleness.service import on_new_version
 
-    staled = on_new_version(ctx, kind=kind, row=row)
+    settle(ctx.session, row)
+    staleness_rows: list[StalenessRow] = []
+    staled = on_new_version(ctx, kind=kind, row=row, written=staleness_rows)
     view = to_view(row, targets)
     ctx.record_event(
         f"{kind.value}.submit",
@@ -252,6 +279,10 @@ def submit(
             "references": {role: target.digest for role, target in sorted(targets.items())},
             "staled": staled,
             "reverts": view.reverts,
+            ROWS_KEY: [
+                record_entry(row, refs=ref_ids, raw_digests=raw_digests),
+                *(staleness_entry(s) for s in staleness_rows),
+            ],
         },
     )
     return SubmitResult(created=True, record=view)

@@ -1,9 +1,11 @@
 """Recomputing a plan with the embedded planner, and keeping the result.
 
-A recomputation is keyed by the plan version, the planner version, the evidence that
-calibrated it and the seed, so the gate reads the same numbers the engineer saw from
-`capgate plan size` unless one of those changed. The planner runs outside any
-transaction; only storing the result is a write.
+A recomputation is keyed by the plan version and the digests of the plan's, workload's
+and provider's contents, the planner version, the evidence that calibrated it and the
+seed, so the gate reads the same numbers the engineer saw from `capgate plan size`
+unless one of those changed, and a row id pointed at another plan serves nothing. The
+stored result is re-hashed against its digest whenever it is read. The planner runs
+outside any transaction; only storing the result is a write.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +21,7 @@ from pydantic import BaseModel
 
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
+from registry.errors import Tampered
 from registry.gate.context import PlanContext, load_plan_context
 from registry.planner import PLANNER_VERSION, PlanRecomputation, recompute
 from registry.staleness.rules import StalenessThresholds
@@ -43,6 +47,19 @@ class RecomputationView(BaseModel):
 class Sized:
     context: PlanContext
     view: RecomputationView
+    row_id: int  # the recomputations row, for the gate's integrity check
+
+
+def inputs_key(context: PlanContext) -> str:
+    """What the result depends on besides planner, calibration and seed: the contents of
+    the plan and of the workload and provider versions it pins (each re-hashed on read)."""
+    return content_digest(
+        {
+            "plan": context.plan_view.digest,
+            "workload": context.workload_view.digest,
+            "provider": context.provider_view.digest,
+        }
+    )
 
 
 def calibration_key(context: PlanContext) -> str:
@@ -52,6 +69,14 @@ def calibration_key(context: PlanContext) -> str:
 
 
 def _view(row: RecomputationRow, plan_ref: str) -> RecomputationView:
+    from registry.audit.rows import text_intact
+
+    if not text_intact(row.result, row.digest):
+        raise Tampered(
+            f"stored recomputation {row.id} of {plan_ref} was altered: its result does not "
+            f"hash to its digest {row.digest}",
+            details={"table": "recomputations", "id": row.id, "digest": row.digest},
+        )
     return RecomputationView(
         plan=plan_ref,
         planner_version=row.planner_version,
@@ -101,28 +126,42 @@ def size_plan(
     now: datetime,
     limits: StalenessThresholds,
     seed: int = DEFAULT_SEED,
+    verify: Callable[[PlanContext], None] | None = None,
 ) -> Sized:
-    """The plan's recomputation: the stored one if its inputs are unchanged, else a new one."""
+    """The plan's recomputation: the stored one if its inputs are unchanged, else a new one.
+
+    `verify` sees the plan's context once it is read, before anything is computed or
+    stored (the gate's integrity check: a tampered registry gets no new recomputation).
+    """
+    found: tuple[RecomputationView, int] | None = None
     with database.reading() as session:
         context = load_plan_context(session, plan_ref=plan_ref, now=now, limits=limits)
         key = calibration_key(context)
+        inputs = inputs_key(context)
         existing = GateRepository(session).recomputation(
-            context.plan_row_id, PLANNER_VERSION, key, seed
+            context.plan_row_id, inputs, PLANNER_VERSION, key, seed
         )
         if existing is not None:
-            return Sized(context=context, view=_view(existing, context.plan_view.ref))
+            found = _view(existing, context.plan_view.ref), existing.id
+    if verify is not None:
+        verify(context)
+    if found is not None:
+        return Sized(context=context, view=found[0], row_id=found[1])
 
     result = recompute_cached(context, key, seed)
     payload = result.model_dump(mode="json")
 
     def store(ctx: WriteContext) -> RecomputationRow:
+        from registry.audit.rows import ROWS_KEY, recomputation_entry, settle
+
         repo = GateRepository(ctx.session)
         # A concurrent run of the same recomputation may have stored it meanwhile.
-        stored = repo.recomputation(context.plan_row_id, result.planner_version, key, seed)
+        stored = repo.recomputation(context.plan_row_id, inputs, result.planner_version, key, seed)
         if stored is not None:
             return stored
         row = RecomputationRow(
             plan_record_id=context.plan_row_id,
+            inputs_key=inputs,
             planner_version=result.planner_version,
             calibration_key=key,
             seed=seed,
@@ -132,6 +171,7 @@ def size_plan(
             created_by=ctx.principal,
         )
         repo.add(row)
+        settle(ctx.session, row)
         ctx.record_event(
             "plan.recompute",
             {
@@ -139,9 +179,10 @@ def size_plan(
                 "planner_version": result.planner_version,
                 "calibration_key": key,
                 "digest": row.digest,
+                ROWS_KEY: [recomputation_entry(row)],
             },
         )
         return row
 
     row = database.write(store, principal=principal)
-    return Sized(context=context, view=_view(row, context.plan_view.ref))
+    return Sized(context=context, view=_view(row, context.plan_view.ref), row_id=row.id)

@@ -70,10 +70,11 @@ def _insert(
     cause: RecordRow,
     measured: RecordRow,
     changes: list[dict[str, Any]],
+    written: list[StalenessRow],
 ) -> bool:
     if staleness.exists(evidence.id, cause.id):
         return False
-    staleness.add(
+    row = staleness.add(
         StalenessRow(
             evidence_record_id=evidence.id,
             cause_record_id=cause.id,
@@ -82,6 +83,10 @@ def _insert(
             detected_at=ctx.now,
         )
     )
+    from registry.audit.rows import settle
+
+    settle(ctx.session, row)
+    written.append(row)
     return True
 
 
@@ -91,8 +96,12 @@ def on_new_version(
     kind: RecordKind,
     row: RecordRow,
     limits: StalenessThresholds | None = None,
+    written: list[StalenessRow],
 ) -> list[str]:
     """Record the staleness a newly stored version causes; the stale evidence refs.
+
+    The staleness rows inserted are appended to `written`, for the submission's audit
+    event to record (registry.audit.rows).
 
     - a workload, provider or plan version: the latest version of each evidence pinned
       to an older version of the same name is stale when the change from that pinned
@@ -102,14 +111,19 @@ def on_new_version(
       from the start (cause: that later version).
     """
     if kind in PINNED_ROLES:
-        return _stale_pinned_evidence(ctx, kind=kind, row=row, limits=limits)
+        return _stale_pinned_evidence(ctx, kind=kind, row=row, limits=limits, written=written)
     if kind is RecordKind.evidence:
-        return _stale_on_new_evidence(ctx, row=row, limits=limits)
+        return _stale_on_new_evidence(ctx, row=row, limits=limits, written=written)
     return []
 
 
 def _stale_pinned_evidence(
-    ctx: WriteContext, *, kind: RecordKind, row: RecordRow, limits: StalenessThresholds | None
+    ctx: WriteContext,
+    *,
+    kind: RecordKind,
+    row: RecordRow,
+    limits: StalenessThresholds | None,
+    written: list[StalenessRow],
 ) -> list[str]:
     from registry.records.service import load_model
 
@@ -132,13 +146,18 @@ def _stale_pinned_evidence(
             cause=row,
             measured=measured,
             changes=_change_dicts(changes),
+            written=written,
         ):
             staled.append(pinned(evidence.name, evidence.version))
     return staled
 
 
 def _stale_on_new_evidence(
-    ctx: WriteContext, *, row: RecordRow, limits: StalenessThresholds | None
+    ctx: WriteContext,
+    *,
+    row: RecordRow,
+    limits: StalenessThresholds | None,
+    written: list[StalenessRow],
 ) -> list[str]:
     from registry.records.service import load_model
 
@@ -162,6 +181,7 @@ def _stale_on_new_evidence(
                     "threshold": None,
                 }
             ],
+            written=written,
         ):
             staled.append(pinned(previous.name, previous.version))
 
@@ -182,6 +202,7 @@ def _stale_on_new_evidence(
             cause=latest,
             measured=pin,
             changes=_change_dicts(changes),
+            written=written,
         ):
             ref = pinned(row.name, row.version)
             if ref not in staled:

@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -102,10 +103,14 @@ class RecomputationRow(Base):
     digest: Mapped[str] = mapped_column(String(71))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str] = mapped_column(String(256))
+    # Digest over the plan's, workload's and provider's content digests (migration 0006):
+    # the lookup is by content, so a row id pointed elsewhere serves nothing.
+    inputs_key: Mapped[str] = mapped_column(String(71))
 
     __table_args__ = (
         UniqueConstraint(
             "plan_record_id",
+            "inputs_key",
             "planner_version",
             "calibration_key",
             "seed",
@@ -235,3 +240,16 @@ class PolicyDecisionLogRow(Base):
     path: Mapped[str | None] = mapped_column(String(256), nullable=True)
     entry: Mapped[str] = mapped_column(Text)
     digest: Mapped[str] = mapped_column(String(71))
+
+
+class PolicyBundleRow(Base):
+    """A bundle revision capgate served to OPA, kept as served (migration 0007)."""
+
+    __tablename__ = "policy_bundles"
+
+    revision: Mapped[str] = mapped_column(String(71), primary_key=True)
+    tarball: Mapped[bytes] = mapped_column(LargeBinary)
+    tarball_sha256: Mapped[str] = mapped_column(String(71))
+    key_id: Mapped[str] = mapped_column(String(128))
+    first_served_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    first_served_to: Mapped[str] = mapped_column(String(256))

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import JSON, ColumnElement, cast, exists, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import JSON, ColumnElement, and_, cast, exists, func, or_, select
+from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 from sqlalchemy.orm.util import AliasedClass
 
 from registry.storage.models import (
+    Base,
     DecisionRow,
     EvidenceRawDigestRow,
     RecomputationRow,
@@ -19,6 +20,10 @@ from registry.storage.models import (
     StalenessRow,
     WithdrawalRow,
 )
+
+M = TypeVar("M", bound=Base)
+# Values per IN (...) list: far below every driver's parameter limit.
+IN_CHUNK = 500
 
 
 class RecordRepository:
@@ -174,11 +179,23 @@ class GateRepository:
         self.session = session
 
     def recomputation(
-        self, plan_record_id: int, planner_version: str, calibration_key: str, seed: int
+        self,
+        plan_record_id: int,
+        inputs_key: str,
+        planner_version: str,
+        calibration_key: str,
+        seed: int,
     ) -> RecomputationRow | None:
+        """The stored recomputation of exactly these inputs.
+
+        Keyed by `inputs_key` (the digests of the plan, workload and provider contents)
+        as well as the plan's row id: a row id pointed elsewhere cannot serve the
+        recomputation of other content.
+        """
         return self.session.scalar(
             select(RecomputationRow).where(
                 RecomputationRow.plan_record_id == plan_record_id,
+                RecomputationRow.inputs_key == inputs_key,
                 RecomputationRow.planner_version == planner_version,
                 RecomputationRow.calibration_key == calibration_key,
                 RecomputationRow.seed == seed,
@@ -202,12 +219,15 @@ class GateRepository:
         until: datetime | None,
         limit: int,
         offset: int,
+        plan_version: int | None = None,
     ) -> tuple[list[tuple[DecisionRow, RecordRow]], int]:
         query = select(DecisionRow, RecordRow).join(
             RecordRow, RecordRow.id == DecisionRow.plan_record_id
         )
         if plan_name is not None:
             query = query.where(RecordRow.name == plan_name)
+        if plan_version is not None:
+            query = query.where(RecordRow.version == plan_version)
         if outcome is not None:
             query = query.where(DecisionRow.outcome == outcome)
         if principal is not None:
@@ -410,3 +430,122 @@ class EvidenceLifecycleRepository:
             .offset(offset)
         ).all()
         return [(w, r) for w, r in rows], int(total)
+
+
+# ---- integrity: the stored rows the audit trail is checked against ----------------------
+
+_RECORD_COLUMNS = (
+    RecordRow.id,
+    RecordRow.kind,
+    RecordRow.name,
+    RecordRow.version,
+    RecordRow.digest,
+    RecordRow.created_at,
+    RecordRow.created_by,
+    RecordRow.reverts_version,
+)
+
+
+def _chunks(values: Iterable[Any]) -> list[list[Any]]:
+    ordered = sorted(set(values))
+    return [ordered[i : i + IN_CHUNK] for i in range(0, len(ordered), IN_CHUNK)]
+
+
+class IntegrityRepository:
+    """Reads for registry.audit.integrity: whole tables (audit verify) or the few rows
+    one decision rests on (the gate)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def records(self, ids: Iterable[int] | None = None, *, content: bool) -> list[Any]:
+        """Record rows (all, or these ids) with their columns; `content` too if asked."""
+        columns: tuple[Any, ...] = (
+            (*_RECORD_COLUMNS, RecordRow.content) if content else _RECORD_COLUMNS
+        )
+        query = select(*columns).order_by(RecordRow.id)
+        if ids is None:
+            return list(self.session.execute(query).all())
+        out: list[Any] = []
+        for chunk in _chunks(ids):
+            out += self.session.execute(query.where(RecordRow.id.in_(chunk))).all()
+        return out
+
+    def records_of_series(self, series: Iterable[tuple[str, str]]) -> list[Any]:
+        """Every version (without content) of each (kind, name) series."""
+        by_kind: dict[str, set[str]] = {}
+        for kind, name in series:
+            by_kind.setdefault(kind, set()).add(name)
+        out: list[Any] = []
+        for kind, names in sorted(by_kind.items()):
+            for chunk in _chunks(names):
+                out += self.session.execute(
+                    select(*_RECORD_COLUMNS).where(
+                        RecordRow.kind == kind, RecordRow.name.in_(chunk)
+                    )
+                ).all()
+        return out
+
+    def series_names(self, kind: str) -> set[str]:
+        return set(self.session.scalars(select(RecordRow.name).where(RecordRow.kind == kind)))
+
+    def version_ids(
+        self, kind: str, versions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """The row ids of (name, version) pairs of one kind."""
+        wanted = sorted(set(versions))
+        out: dict[tuple[str, int], int] = {}
+        for start in range(0, len(wanted), IN_CHUNK):
+            chunk = wanted[start : start + IN_CHUNK]
+            rows = self.session.execute(
+                select(RecordRow.id, RecordRow.name, RecordRow.version).where(
+                    RecordRow.kind == kind,
+                    or_(*(and_(RecordRow.name == n, RecordRow.version == v) for n, v in chunk)),
+                )
+            ).all()
+            out.update({(name, version): rid for rid, name, version in rows})
+        return out
+
+    def refs(self, ids: Iterable[int] | None = None) -> dict[int, dict[str, int]]:
+        """The pinned references (role -> target id) of these records, or of all."""
+        query = select(RecordRefRow.record_id, RecordRefRow.role, RecordRefRow.target_id)
+        rows: list[Any] = []
+        if ids is None:
+            rows = list(self.session.execute(query).all())
+        else:
+            for chunk in _chunks(ids):
+                rows += self.session.execute(query.where(RecordRefRow.record_id.in_(chunk))).all()
+        out: dict[int, dict[str, int]] = {}
+        for record_id, role, target_id in rows:
+            out.setdefault(record_id, {})[role] = target_id
+        return out
+
+    def raw_digests(self, ids: Iterable[int] | None = None) -> dict[int, list[str]]:
+        query = select(EvidenceRawDigestRow.record_id, EvidenceRawDigestRow.sha256)
+        rows: list[Any] = []
+        if ids is None:
+            rows = list(self.session.execute(query).all())
+        else:
+            for chunk in _chunks(ids):
+                rows += self.session.execute(
+                    query.where(EvidenceRawDigestRow.record_id.in_(chunk))
+                ).all()
+        out: dict[int, list[str]] = {}
+        for record_id, digest in rows:
+            out.setdefault(record_id, []).append(digest)
+        return out
+
+    def rows(
+        self,
+        model: type[M],
+        column: InstrumentedAttribute[Any] | None = None,
+        values: Iterable[Any] | None = None,
+    ) -> list[M]:
+        """Rows of `model`: all of them, or those whose `column` is one of `values`."""
+        query = select(model)
+        if column is None or values is None:
+            return list(self.session.scalars(query))
+        out: list[M] = []
+        for chunk in _chunks(values):
+            out += self.session.scalars(query.where(column.in_(chunk)))
+        return out

@@ -9,12 +9,13 @@ same answers). Everything else, and every write, goes through SQLAlchemy.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from registry.errors import NotFound, Unavailable
+from registry.errors import NotFound, Tampered, Unavailable
 from registry.records.kinds import RecordKind
 from registry.records.references import parse_ref, pinned
 from registry.records.views import RecordView
@@ -88,6 +89,13 @@ class SqliteReads:
                 (record_id,),
             )
         }
+        # The same re-hash as every other read (registry.records.service.check_intact):
+        # content edited in the file is never shown under the digest it was registered with.
+        if hashlib.sha256(content.encode("utf-8")).hexdigest() != digest.removeprefix("sha256:"):
+            raise Tampered(
+                f"stored {kind.value} record {pinned(name, version)} was altered: its content "
+                f"does not hash to its digest {digest}"
+            )
         try:
             data = json.loads(content)
         except json.JSONDecodeError as exc:

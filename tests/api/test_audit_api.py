@@ -11,15 +11,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from registry.api.app import create_app
 from registry.storage.database import Database
 from registry.storage.models import AuditEventRow
 from tests.factories import example
+from tests.support.auth import client_for
 
 
 @pytest.fixture
 def client(database: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(database), headers={"X-Capgate-Principal": "auditor"}) as c:
+    with client_for(database, "auditor") as c:
         yield c
 
 
@@ -28,15 +28,17 @@ def test_events_list_every_write_newest_first(client: TestClient) -> None:
         assert client.post(f"/v1/{collection}", json=example(kind)).status_code == 201
     client.post("/v1/workloads", json=example("workload"))  # unchanged: no event
     page = client.get("/v1/audit/events").json()
-    assert [(e["seq"], e["action"], e["payload"]["ref"]) for e in page["items"]] == [
-        (2, "provider.submit", "llama31-8b-h100-vllm@v1"),
-        (1, "workload.submit", "chat-assistant@v1"),
+    # Event 1 is the test's own API token being created.
+    assert [(e["seq"], e["action"], e["payload"].get("ref")) for e in page["items"]] == [
+        (3, "provider.submit", "llama31-8b-h100-vllm@v1"),
+        (2, "workload.submit", "chat-assistant@v1"),
+        (1, "token.created", None),
     ]
     assert page["items"][0]["prev_hash"] == page["items"][1]["hash"]
     only = client.get("/v1/audit/events", params={"action": "workload.submit"}).json()
     assert only["total"] == 1
     assert client.get("/v1/audit/verify").json() == {
-        "events": 2,
+        "events": 3,
         "intact": True,
         "problems": [],
         "head": page["items"][0]["hash"],
@@ -66,3 +68,17 @@ def test_altered_event_breaks_the_chain(client: TestClient, database: Database) 
     )
     assert result.returncode == 1
     assert "event 1 was altered" in result.stdout
+
+
+def test_events_between_since_and_until(client: TestClient) -> None:
+    assert client.post("/v1/workloads", json=example("workload")).status_code == 201
+    every = client.get("/v1/audit/events").json()["items"]
+    first, last = every[-1]["at"], every[0]["at"]
+    after = client.get("/v1/audit/events", params={"since": last}).json()
+    assert [e["seq"] for e in after["items"]] == [every[0]["seq"]]
+    before = client.get("/v1/audit/events", params={"until": last}).json()
+    assert every[0]["seq"] not in [e["seq"] for e in before["items"]]
+    assert client.get("/v1/audit/events", params={"since": first}).json()["total"] == len(every)
+    naive = client.get("/v1/audit/events", params={"since": "2026-12-01T00:00:00"})
+    assert naive.status_code == 422
+    assert naive.json()["problems"][0]["loc"] == "since"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from registry.api.app import create_app
 from registry.storage.database import Database
 from tests.factories import example, load_test_bytes
+from tests.support.auth import client_for
 from tests.support.fixtures import shared
 
 MULTI_REL = "load-tests/guidellm/llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
@@ -37,7 +37,7 @@ def VLLM() -> Path:
 
 @pytest.fixture
 def client(database: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(database), headers={"X-Capgate-Principal": "ci-bot"}) as c:
+    with client_for(database, "ci-bot") as c:
         for kind, collection in (
             ("workload", "workloads"),
             ("provider", "providers"),

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from registry.api.app import create_app
+from registry.policy.engine import DECISION_QUERY
 from registry.settings import Settings
 from registry.storage.database import Database
 from tests.factories import EXAMPLE_EVIDENCE, example, load_test_bytes
+from tests.support.auth import client_for
 from tests.support.opa_server import free_port
 
 
@@ -56,7 +62,7 @@ def register(client: TestClient) -> None:
 @pytest.fixture
 def client(database: Database) -> Iterator[TestClient]:
     app = create_app(database, settings())
-    with TestClient(app, headers={"X-Capgate-Principal": "release-pipeline"}) as c:
+    with client_for(app, "release-pipeline") as c:
         register(c)
         yield c
 
@@ -116,7 +122,7 @@ def test_fail_bad_decision_id_is_422_and_unknown_404(client: TestClient) -> None
 
 def test_fail_unreachable_opa_is_an_error_decision(database: Database) -> None:
     app = create_app(database, settings("opa", f"http://127.0.0.1:{free_port()}"))
-    with TestClient(app) as client:
+    with client_for(app) as client:
         register(client)
         decision = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).json()
     assert decision["outcome"] == "error"
@@ -130,3 +136,40 @@ def test_recheck_endpoint(client: TestClient) -> None:
     report = client.post("/v1/gate/rechecks").json()
     assert report["rechecked"] == []
     assert report["up_to_date"] == ["chat-assistant-prod@v1"]
+
+
+def test_auditor_reruns_opa_eval_on_the_stored_input(
+    client: TestClient, opa_binary: Path, tmp_path: Path
+) -> None:
+    """The input document a decision stored is what the policies saw: the real `opa eval`
+    on it, with the repository's policies, reaches the same verdict."""
+    decision = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).json()
+    stored = client.get(f"/v1/decisions/{decision['id']}/input").json()
+    assert stored["input_digest"] == decision["input_digest"]
+    assert stored["bundle_revision"] == decision["bundle_revision"]
+    assert stored["input"]["recomputation"]["planner_version"].startswith("capgate-planner")
+    (tmp_path / "input.json").write_text(json.dumps(stored["input"]))
+    policies = Path(__file__).resolve().parents[2] / "policies"
+    result = subprocess.run(
+        [str(opa_binary), "eval", "--format", "json", "-d", str(policies),
+         "-i", str(tmp_path / "input.json"), DECISION_QUERY],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    verdict = json.loads(result.stdout)["result"][0]["expressions"][0]["value"]
+    assert verdict["allow"] is (decision["outcome"] == "allow")
+    assert client.get(f"/v1/decisions/{uuid.uuid4()}/input").status_code == 404
+
+
+def test_decisions_by_plan_version(client: TestClient) -> None:
+    first = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).json()
+    assert client.post("/v1/plans", json=example("plan", description="v2")).status_code == 201
+    second = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).json()
+    by_version = {
+        ref: [d["id"] for d in client.get("/v1/decisions", params={"plan": ref}).json()["items"]]
+        for ref in ("chat-assistant-prod@v1", "chat-assistant-prod@v2", "chat-assistant-prod")
+    }
+    assert by_version == {
+        "chat-assistant-prod@v1": [first["id"]],
+        "chat-assistant-prod@v2": [second["id"]],
+        "chat-assistant-prod": [second["id"], first["id"]],
+    }

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from registry.api.app import create_app
 from registry.storage.database import Database
 from tests.factories import example
+from tests.support.auth import client_for
 
 COLLECTIONS = {
     "workload": "workloads",
@@ -21,7 +22,7 @@ COLLECTIONS = {
 
 @pytest.fixture
 def client(database: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(database), headers={"X-Capgate-Principal": "ci-bot"}) as c:
+    with client_for(database, "ci-bot") as c:
         yield c
 
 
@@ -128,7 +129,9 @@ def test_fail_readiness_on_unmigrated_database(tmp_path: object) -> None:
         response = client.get("/readyz")
         assert response.status_code == 503
         assert "capgate db upgrade" in response.json()["message"]
-        submit = client.post("/v1/workloads", json=example("workload"))
+        # Tokens live in the registry: an unmigrated one cannot check them (never "allow").
+        token = {"Authorization": "Bearer cgt_0123456789abcdef_" + "a" * 43}
+        submit = client.post("/v1/workloads", json=example("workload"), headers=token)
         assert submit.status_code == 503
 
 
@@ -140,3 +143,13 @@ def test_openapi_documents_record_bodies(client: TestClient) -> None:
     assert plan_schema["additionalProperties"] is False
     assert "ServingConfig" in spec["components"]["schemas"]
     assert client.get("/docs").status_code == 200
+
+
+def test_fail_unknown_query_parameter_names_it(client: TestClient) -> None:
+    """A misspelt filter must not read as an answer over every row."""
+    response = client.get("/v1/decisions", params={"outcom": "deny"})
+    assert response.status_code == 422
+    (problem,) = response.json()["problems"]
+    assert problem["loc"] == "outcom"
+    assert problem["message"].startswith("not a query parameter of this route (it takes: ")
+    assert "outcome" in problem["message"]

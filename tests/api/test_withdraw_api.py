@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from registry.api.app import create_app
 from registry.errors import CapgateError, Conflict
 from registry.evidence_lifecycle import Withdrawal, withdraw
 from registry.storage.database import Database
 from tests.factories import example
+from tests.support.auth import client_for
 
 EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 REASON = "replayed the wrong trace: the batch class ran at half its rate"
@@ -22,7 +22,7 @@ REASON = "replayed the wrong trace: the batch class ran at half its rate"
 
 @pytest.fixture
 def client(database: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(database), headers={"X-Capgate-Principal": "ci-bot"}) as c:
+    with client_for(database, "ci-bot") as c:
         for kind, collection in (
             ("workload", "workloads"),
             ("provider", "providers"),
@@ -63,6 +63,10 @@ def test_withdraw_is_recorded_audited_and_deletes_nothing(client: TestClient) ->
     events = client.get("/v1/audit/events", params={"action": "evidence.withdraw"}).json()
     (event,) = events["items"]
     assert event["principal"] == "ci-bot"
+    rows = event["payload"].pop("rows")  # the withdrawal row it stored (registry.audit.rows)
+    assert [(r["table"], r["fields"]["withdrawn_by"]) for r in rows] == [
+        ("evidence_withdrawals", "ci-bot")
+    ]
     assert event["payload"] == {
         "kind": "evidence",
         "ref": f"{EVIDENCE}@v1",

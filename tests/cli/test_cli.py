@@ -19,6 +19,7 @@ import uvicorn
 from registry.api.app import create_app
 from registry.storage.database import Database
 from tests.factories import example_path
+from tests.support.auth import token_for
 
 CAPGATE = [sys.executable, "-m", "cli.main"]
 
@@ -64,6 +65,7 @@ def running_server(database_url: str) -> Iterator[dict[str, str]]:
         CAPGATE_SERVER=f"http://127.0.0.1:{port}",
         CAPGATE_PRINCIPAL="bob",
         CAPGATE_DATABASE_URL="sqlite:////nonexistent/never.db",
+        CAPGATE_TOKEN=token_for(Database(database_url), subject="bob"),
     )
     yield env
     server.should_exit = True

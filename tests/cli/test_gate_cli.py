@@ -379,6 +379,18 @@ def test_waived_violation_is_a_notice_and_its_waiver_warning_reaches_the_policy(
         )
     )
     assert capgate("waiver", "submit", str(waiver), env=env).returncode == 0
+    # Four eyes: the requester (ci) cannot approve; a different principal can.
+    own = capgate("waiver", "approve", "drain-grace-exception", env=env)
+    assert own.returncode == 2
+    assert own.stderr.startswith("capgate: error: ci requested waiver drain-grace-exception@v1")
+    assert capgate("waiver", "pending", env=env).stdout.split() == ["drain-grace-exception@v1"]
+    approver = dict(env, CAPGATE_PRINCIPAL="sre-lead")
+    approved = capgate("waiver", "approve", "drain-grace-exception", env=approver)
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.strip() == (
+        "approved drain-grace-exception@v1 (requested by ci) as sre-lead"
+    )
+    assert capgate("waiver", "pending", env=env).stdout.strip() == "no pending waivers"
 
     github = capgate("gate", "check", "chat-assistant-prod", "--format", "github", env=env)
     assert github.returncode == 0, github.stdout + github.stderr

@@ -17,7 +17,7 @@ from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
-from tests.factories import example, import_example_evidence
+from tests.factories import approve_waiver, example, import_example_evidence
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LIMITS = StalenessThresholds()
@@ -106,7 +106,12 @@ def test_waiver_turns_deny_into_allow_and_stays_visible(
     registered: Database, engine: EmbeddedEngine
 ) -> None:
     submit(registered, "plan", short_grace_plan())
-    submit(registered, "waiver", waiver(NOW + timedelta(days=10)))
+    ref = submit(registered, "waiver", waiver(NOW + timedelta(days=10)))
+    pending = gate(registered, engine)  # requested by alice, approved by nobody yet
+    assert pending.outcome is Outcome.deny
+    assert pending.waived == []
+    assert any(f"waiver {ref}" in w and "pending approval" in w for w in pending.warnings)
+    approve_waiver(registered, ref, at=NOW)
     decision = gate(registered, engine)
     assert decision.outcome is Outcome.allow
     assert decision.violations == []
@@ -118,7 +123,8 @@ def test_waiver_turns_deny_into_allow_and_stays_visible(
 def test_expired_waiver_does_not_apply(registered: Database, engine: EmbeddedEngine) -> None:
     submit(registered, "plan", short_grace_plan())
     # Granted five days ago for four days: it has expired since.
-    submit(registered, "waiver", waiver(NOW - timedelta(days=1)), at=NOW - timedelta(days=5))
+    ref = submit(registered, "waiver", waiver(NOW - timedelta(days=1)), at=NOW - timedelta(days=5))
+    approve_waiver(registered, ref, at=NOW - timedelta(days=5))
     decision = gate(registered, engine)
     assert decision.outcome is Outcome.deny
     assert decision.waived == []
@@ -152,6 +158,7 @@ def test_a_waiver_covers_the_plan_version_it_was_granted_for(
     assert submit(registered, "waiver", waiver(NOW + timedelta(days=30))) == (
         "drain-grace-exception@v1"
     )
+    approve_waiver(registered, "drain-grace-exception@v1")
     assert gate(registered, engine).outcome is Outcome.allow
     worse = short_grace_plan()
     worse["drain"]["termination_grace_period_s"] = 10
@@ -167,6 +174,7 @@ def test_a_waiver_covers_the_plan_version_it_was_granted_for(
     # The owner looks at v3 and grants the exception for it: allowed again.
     regrant = dict(waiver(NOW + timedelta(days=30)), granted_for="chat-assistant-prod@v3")
     assert submit(registered, "waiver", regrant) == "drain-grace-exception@v2"
+    approve_waiver(registered, "drain-grace-exception@v2")
     assert gate(registered, engine).outcome is Outcome.allow
 
 
@@ -268,7 +276,8 @@ def test_unreadable_evidence_fails_closed(registered: Database, engine: Embedded
         connection.execute(
             update(RecordRow).where(RecordRow.kind == "evidence").values(content="{broken")
         )
-    with pytest.raises(CapgateError, match="cannot be read"):
+    # Content that no longer hashes to its digest is refused before it is parsed.
+    with pytest.raises(CapgateError, match="was altered: its content does not hash"):
         gate(registered, engine)
 
 

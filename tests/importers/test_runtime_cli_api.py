@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from registry.api.app import create_app
 from registry.records.kinds import RecordKind
 from registry.storage.database import Database
 from tests.cli.test_cli import capgate, running_server
 from tests.factories import load_test_bytes, vllm_summary, write_load_test
 from tests.importers.test_import_service import submit_example
+from tests.support.auth import client_for
 
 AGAINST = (
     "--workload",
@@ -126,7 +126,7 @@ def test_cli_bad_runtime_syntax_exits_2_naming_the_flag(database_url: str, tmp_p
 @pytest.fixture
 def client(database: Database) -> Iterator[TestClient]:
     register(database)
-    with TestClient(create_app(database), headers={"X-Capgate-Principal": "ci-bot"}) as c:
+    with client_for(database, "ci-bot") as c:
         yield c
 
 

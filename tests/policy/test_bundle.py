@@ -10,7 +10,7 @@ import pytest
 from registry.policy.bundle import PolicyBundle, load_bundle, policies_root, read_bundle
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.engine import PolicyError, engine_from_settings
-from registry.policy.opa_server import OpaServerEngine, push_order
+from registry.policy.opa_server import OpaServerEngine
 from registry.settings import Settings
 from tests.policy.conftest import load_case
 from tests.support.opa_server import running_opa
@@ -55,13 +55,6 @@ def test_fail_test_modules_rejected_from_a_bundle() -> None:
         PolicyBundle.from_sources({"a/a_test.rego": "package a_test\n"}, {})
 
 
-def test_success_push_order_imports_first() -> None:
-    order = push_order(load_bundle().modules)
-    assert order.index("lib/result.rego") < order.index("tail_slo/tail_slo.rego")
-    assert order.index("tail_slo/tail_slo.rego") < order.index("gate/gate.rego")
-    assert order[-1] == "gate/gate.rego"
-
-
 def test_success_engine_from_settings() -> None:
     def settings(engine: str, url: str | None = None) -> Settings:
         return Settings(
@@ -87,35 +80,17 @@ def _stricter_bundle() -> PolicyBundle:
 
 
 @pytest.mark.opa
-def test_success_revision_mismatch_detected_and_repushed(opa_binary: Path) -> None:
+def test_fail_engine_refuses_an_opa_holding_another_revision(opa_binary: Path) -> None:
+    """Two replicas with different bundles and one OPA: only the replica whose bundle
+    that OPA activated gets decisions; the other errors, never decides under it."""
     shipped, stricter = load_bundle(), _stricter_bundle()
     assert shipped.revision != stricter.revision
     doc = load_case("compliant.json")
-    with running_opa(opa_binary) as url:
-        a = OpaServerEngine(url, shipped)
-        b = OpaServerEngine(url, stricter)
-        assert a.server_revision() is None
-        assert a.decide(doc).allow is True
-        assert a.server_revision() == shipped.revision
-        # Another writer changed the bundle: b sees a mismatch, pushes its own, decides.
-        assert b.decide(doc).allow is False
-        assert a.server_revision() == stricter.revision
-        # a detects the mismatch in turn and restores its revision before deciding.
-        assert a.decide(doc).allow is True
-        assert a.server_revision() == shipped.revision
-
-
-@pytest.mark.opa
-def test_fail_revision_mismatch_that_push_cannot_fix(
-    opa_binary: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    doc = load_case("compliant.json")
-    with running_opa(opa_binary) as url:
-        engine = OpaServerEngine(url)
-        engine.decide(doc)
-        engine._client.update_or_create_data({"revision": "sha256:other"}, "capgate/bundle")
-        # A server whose bundle does not change on push (e.g. a read-only OPA fed by a
-        # bundle service): simulated by skipping our push.
-        monkeypatch.setattr(engine, "push", lambda: None)
-        with pytest.raises(PolicyError, match="holds bundle revision sha256:other, expected"):
-            engine.decide(doc)
+    with running_opa(opa_binary, bundle=stricter) as url:
+        assert OpaServerEngine(url, stricter).decide(doc).allow is False
+        with pytest.raises(
+            PolicyError,
+            match=f"decided under bundle .* revision {stricter.revision}, "
+            f"expected {shipped.revision}",
+        ):
+            OpaServerEngine(url, shipped).decide(doc)

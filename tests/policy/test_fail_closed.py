@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,18 @@ from registry.errors import CapgateError, InvalidInput, Unavailable
 from registry.policy.bundle import PolicyBundle, load_bundle
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.engine import PolicyError, decision_from_result
+from registry.policy.opa_bundle import build_opa_bundle
 from registry.policy.opa_server import OpaServerEngine
 from tests.policy.conftest import load_case
-from tests.support.opa_server import free_port, running_opa
+from tests.support.opa_server import (
+    BundleServer,
+    free_port,
+    health_status,
+    running_opa,
+    running_opa_sidecar,
+    sidecar_config,
+    signing_key_for_tests,
+)
 
 GATE = "gate/gate.rego"
 
@@ -182,7 +192,7 @@ def test_fail_opa_server_killed(opa_binary: Path) -> None:
         engine = OpaServerEngine(url, timeout=2.0)
         assert engine.decide(load_case("compliant.json")).allow is True
     # The context manager has stopped the server.
-    with pytest.raises(PolicyError, match=f"opa engine at {url}: could not read the bundle"):
+    with pytest.raises(PolicyError, match=f"opa engine at {url}: could not evaluate"):
         engine.decide(load_case("compliant.json"))
 
 
@@ -201,32 +211,46 @@ def test_fail_opa_url_must_be_a_server_base_url(url: str) -> None:
 
 @pytest.mark.opa
 def test_fail_opa_undefined_decision_gate_missing(opa_binary: Path) -> None:
-    with running_opa(opa_binary) as url:
-        engine = OpaServerEngine(url, _bundle_with(drop=(GATE,)))
+    bundle = _bundle_with(drop=(GATE,))
+    with running_opa(opa_binary, bundle=bundle) as url:
+        engine = OpaServerEngine(url, bundle)
         with pytest.raises(PolicyError, match="is undefined"):
             engine.decide(load_case("compliant.json"))
 
 
 @pytest.mark.opa
 def test_fail_opa_builtin_error_is_an_error(opa_binary: Path) -> None:
-    with running_opa(opa_binary) as url:
-        engine = OpaServerEngine(url, _bundle_with({GATE: BUILTIN_ERROR_GATE}))
+    bundle = _bundle_with({GATE: BUILTIN_ERROR_GATE})
+    with running_opa(opa_binary, bundle=bundle) as url:
+        engine = OpaServerEngine(url, bundle)
         with pytest.raises(PolicyError, match=r"HTTP 500: .*to_number"):
             engine.decide(load_case("compliant.json"))
 
 
 @pytest.mark.opa
 def test_fail_opa_conflict_error_keeps_opa_error_body(opa_binary: Path) -> None:
-    with running_opa(opa_binary) as url:
-        engine = OpaServerEngine(url, _bundle_with({GATE: CONFLICT_GATE}))
+    bundle = _bundle_with({GATE: CONFLICT_GATE})
+    with running_opa(opa_binary, bundle=bundle) as url:
+        engine = OpaServerEngine(url, bundle)
         with pytest.raises(PolicyError, match=r"HTTP 500: .*conflicting values"):
             engine.decide(load_case("compliant.json"))
 
 
 @pytest.mark.opa
-def test_fail_opa_push_rejected_policy_is_not_rewritten(opa_binary: Path) -> None:
-    v0 = "package capgate.v0\n\nallow { true }\n"  # v0 syntax: opa_client would rewrite it
-    with running_opa(opa_binary) as url:
-        engine = OpaServerEngine(url, _bundle_with({"v0/v0.rego": v0}))
-        with pytest.raises(PolicyError, match="`if` keyword is required"):
-            engine.decide(load_case("compliant.json"))
+def test_fail_opa_bundle_that_does_not_compile_is_never_active(opa_binary: Path) -> None:
+    """OPA refuses a bundle it cannot compile (here a v0-syntax module, which an old
+    client would silently have rewritten): it never activates, so the engine errors."""
+    v0 = "package capgate.v0\n\nallow { true }\n"
+    bundle = _bundle_with({"v0/v0.rego": v0})
+    key = signing_key_for_tests()
+    with BundleServer() as server:
+        server.serve(build_opa_bundle(bundle, key).tarball)
+        config = sidecar_config(server.url, None, key, decision_logs=False)
+        with running_opa_sidecar(opa_binary, config, wait_for_activation=False) as opa:
+            deadline = time.monotonic() + 10
+            while "`if` keyword is required" not in opa.log():
+                assert time.monotonic() < deadline, opa.log()
+                time.sleep(0.05)
+            assert health_status(opa.url, "/health?bundles") != 200
+            with pytest.raises(PolicyError, match="holds no activated bundle"):
+                OpaServerEngine(opa.url, bundle).decide(load_case("compliant.json"))

@@ -21,7 +21,6 @@ import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from registry.api.app import create_app
 from registry.errors import InvalidInput
 from registry.importers.service import ImportFile, ImportOptions, import_files
 from registry.records import service
@@ -32,6 +31,7 @@ from registry.storage.database import Database
 from registry.storage.models import AuditEventRow, RecordRow
 from tests.cli.test_cli import capgate, running_server
 from tests.factories import example
+from tests.support.auth import client_for
 from tests.support.fixtures import shared
 
 VLLM_REL = "load-tests/vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
@@ -153,7 +153,7 @@ def test_import_path_stamps_imported_from_the_bytes(registry: Database) -> None:
 
 @pytest.fixture
 def client(registry: Database) -> Iterator[TestClient]:
-    with TestClient(create_app(registry), headers={"X-Capgate-Principal": "ci-bot"}) as c:
+    with client_for(registry, "ci-bot") as c:
         yield c
 
 

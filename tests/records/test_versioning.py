@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from registry.api.app import create_app
 from registry.audit.chain import verify_chain
 from registry.errors import InvalidInput, NotFound
 from registry.gate.context import load_plan_context
@@ -28,7 +26,8 @@ from registry.staleness.service import staleness_history
 from registry.storage.database import Database
 from registry.storage.models import AuditEventRow, RecordRefRow, RecordRow
 from registry.storage.sqlite_reads import SqliteReads, sqlite_path
-from tests.factories import example, example_path
+from tests.factories import approve_waiver, example, example_path
+from tests.support.auth import client_for
 
 
 def submit(
@@ -417,6 +416,8 @@ def test_resubmitted_waiver_is_the_one_the_gate_applies(database: Database) -> N
         return outcome.used
 
     granted = submit(database, "waiver", waiver_document(), at=NOW)
+    assert waived_by() == []  # requested, not yet approved
+    approve_waiver(database, granted.record.ref)
     assert waived_by() == ["drain-grace-exception@v1"]
     narrowed = submit(database, "waiver", waiver_document(rule="some-other-rule"), at=NOW)
     assert narrowed.record.ref == "drain-grace-exception@v2"
@@ -428,13 +429,16 @@ def test_resubmitted_waiver_is_the_one_the_gate_applies(database: Database) -> N
         granted.record.ref,
     )
     assert again.record.content["granted_for"] == "chat-assistant-prod@v1"
+    # Approval is of a version: the revert is a new request, approved again.
+    assert waived_by() == []
+    approve_waiver(database, again.record.ref)
     assert waived_by() == ["drain-grace-exception@v3"]
     with database.reading() as session:
         assert verify_chain(session) == []
 
 
 def test_api_returns_what_a_submission_reverts(database: Database) -> None:
-    with TestClient(create_app(database), headers={"X-Capgate-Principal": "ci-bot"}) as client:
+    with client_for(database, "ci-bot") as client:
         first = client.post("/v1/workloads", json=example("workload"))
         client.post("/v1/workloads", json=example("workload", description="v2"))
         reverted = client.post("/v1/workloads", json=example("workload"))

@@ -1,0 +1,60 @@
+"""Four eyes on waivers: approve a requested waiver, see its approval, list pending ones."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.errors import NotFound
+from registry.gate.waiver_approvals import WaiverApproval, approval_of, approve, pending
+
+
+class ApproveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    comment: str | None = Field(default=None, max_length=2000)
+
+
+def waiver_approvals_router() -> APIRouter:
+    router = APIRouter(tags=["waivers"])
+
+    # Declared before the records router's /waivers/{ref}: "pending" is not a waiver name.
+    @router.get(
+        "/waivers/pending",
+        response_model=list[str],
+        operation_id="list_pending_waivers",
+        summary="Waivers requested but not approved: they are not applied",
+    )
+    def pending_waivers(database: DatabaseDep) -> list[str]:
+        with database.reading() as session:
+            return pending(session)
+
+    @router.post(
+        "/waivers/{ref}/approvals",
+        response_model=WaiverApproval,
+        status_code=status.HTTP_201_CREATED,
+        operation_id="approve_waiver",
+        summary="Approve a waiver someone else requested (approver role)",
+    )
+    def approve_waiver(
+        ref: str, body: ApproveRequest, database: DatabaseDep, principal: PrincipalDep
+    ) -> WaiverApproval:
+        return database.write(
+            lambda ctx: approve(ctx, ref=ref, comment=body.comment), principal=principal
+        )
+
+    @router.get(
+        "/waivers/{ref}/approval",
+        response_model=WaiverApproval,
+        operation_id="get_waiver_approval",
+        summary="Who approved a waiver, and when (404 while it is pending)",
+    )
+    def approval(ref: str, database: DatabaseDep) -> WaiverApproval:
+        with database.reading() as session:
+            found = approval_of(session, ref=ref)
+        if found is None:
+            raise NotFound(f"waiver {ref} is pending approval: it is not applied")
+        return found
+
+    return router

@@ -1,0 +1,559 @@
+"""Integrity beyond the event chain: every stored row against the event that wrote it.
+
+The hash chain proves the events were not altered; it says nothing of the tables beside
+it. So every write's event records the rows it stored (registry.audit.rows), and a
+*ledger* built by walking the chain says what each covered table must hold. A row no
+event recorded (inserted by hand), a recorded row that is gone (deleted), and a row
+whose fields differ from its event (edited) are problems, each named with its table,
+key and the fields that differ. Record content and recomputation results are also
+re-hashed against their digests wherever they are read (registry.records.service,
+registry.sizing.service).
+
+`verify_registry` is `capgate audit verify`: the whole chain and every row of every
+covered table, O(events + rows).
+
+The gate cannot afford that on every check, so `guard_for(database)` keeps one ledger
+per Database object (one per process in the API server and the CLI) and, per check:
+
+1. Chain, incrementally: the event this process verified last must still be there with
+   the same hash (a rewrite or truncation behind it changes or removes it); only the
+   events after it are walked and hashed; the count of events must equal the highest
+   sequence number (a deleted middle event). The first check in a process walks from
+   the first event, and so does any check more than FULL_REWALK_S after the last full
+   walk, which bounds how long an edit of an old event unrelated to any decision can
+   go unseen by a long-running server (`audit verify` sees it at once).
+2. Rows, for this decision only: every version of each series the decision reads (plan,
+   workload, provider, evidence, and every waiver, since any may apply), the staleness,
+   withdrawal and approval rows of those evidence and waiver versions, the previous
+   decision whose calibration it reuses, and the recomputation it uses, each against
+   the ledger in both directions (no forged row, no deleted one), plus the events that
+   recorded them re-hashed with their links to the next event. A handful of indexed
+   queries, independent of the registry's size.
+3. Before its own event is appended, step 1 again inside the writing transaction: the
+   gate never extends a chain that does not verify.
+
+Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from registry.audit import rows as R
+from registry.audit.chain import (
+    GENESIS,
+    ChainWalk,
+    as_utc,
+    event_at,
+    events_after,
+    events_at,
+    extent,
+    hash_matches,
+    parsed_payload,
+    walk,
+)
+from registry.digest import content_digest, sha256_digest
+from registry.errors import Tampered
+from registry.storage.models import (
+    AuditEventRow,
+    DecisionRow,
+    RecomputationRow,
+    StalenessRow,
+    WaiverApprovalRow,
+    WithdrawalRow,
+)
+from registry.storage.repository import IntegrityRepository
+
+if TYPE_CHECKING:
+    from registry.storage.database import Database
+
+# A process re-walks the whole chain at least this often (seconds); see the module text.
+FULL_REWALK_S = 600.0
+
+_PINNED = re.compile(r"^(?P<name>.+)@v(?P<version>[1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The event that recorded a row, and the digest of the row's fields it recorded."""
+
+    seq: int
+    digest: str
+
+
+@dataclass
+class Ledger:
+    """What the audit trail says the covered tables hold, built by walking it."""
+
+    chain: ChainWalk = field(default_factory=ChainWalk)
+    rows: dict[str, dict[str, Recorded]] = field(
+        default_factory=lambda: {table: {} for table in R.COVERED_TABLES}
+    )
+    # (table, subject) -> keys: records by "kind/name", the others by SUBJECT_FIELDS.
+    subjects: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    series: dict[str, set[str]] = field(default_factory=dict)  # kind -> names
+    versions: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    # Problems in what the events say (not in their hashes): see `take`.
+    problems: list[str] = field(default_factory=list)
+
+    def advance(self, session: Session) -> None:
+        """Walk (and hash) the events after the last one taken."""
+        walk(events_after(session, self.chain.seq), self.chain, self.take)
+
+    @property
+    def all_problems(self) -> list[str]:
+        return [*self.chain.problems, *self.problems]
+
+    def recorded(self, table: str, key: str) -> Recorded | None:
+        return self.rows[table].get(key)
+
+    def subject_keys(self, table: str, subject: str) -> set[str]:
+        return self.subjects.get((table, subject), set())
+
+    def take(self, event: AuditEventRow, payload: dict[str, Any]) -> None:
+        entries = payload.get(R.ROWS_KEY)
+        tables: set[str] = set()
+        if entries is not None and not isinstance(entries, list):
+            self.problems.append(f"event {event.seq}: its row entries cannot be read")
+            entries = None
+        for item in entries or []:
+            if not _is_entry(item):
+                self.problems.append(f"event {event.seq}: a row entry cannot be read")
+                continue
+            tables.add(item["table"])
+            self._add(event.seq, item["table"], item["key"], item["digest"], item["fields"])
+        if event.action == "waiver.approve" and R.WAIVER_APPROVALS not in tables:
+            self._derive_approval(event, payload)
+
+    def _add(self, seq: int, table: str, key: str, digest: str, fields: dict[str, Any]) -> None:
+        earlier = self.rows[table].get(key)
+        if earlier is not None:
+            if earlier.digest != digest:
+                self.problems.append(
+                    f"{table} {key} is recorded by events {earlier.seq} and {seq} with "
+                    "different fields"
+                )
+            return
+        self.rows[table][key] = Recorded(seq=seq, digest=digest)
+        if table == R.RECORDS:
+            kind, name, version = fields.get("kind"), fields.get("name"), fields.get("version")
+            if isinstance(kind, str) and isinstance(name, str) and isinstance(version, int):
+                self.subjects.setdefault((table, f"{kind}/{name}"), set()).add(key)
+                self.series.setdefault(kind, set()).add(name)
+                self.versions[(kind, name, version)] = key
+        elif table in R.SUBJECT_FIELDS:
+            subject = fields.get(R.SUBJECT_FIELDS[table])
+            self.subjects.setdefault((table, str(subject)), set()).add(key)
+
+    def _derive_approval(self, event: AuditEventRow, payload: dict[str, Any]) -> None:
+        """A `waiver.approve` event without row entries still says everything its row
+        holds: the waiver version (its ref), who (the event's principal), when (the
+        event's time) and the comment."""
+        fields = approval_fields_from_event(self, event, payload)
+        if fields is None:
+            self.problems.append(
+                f"event {event.seq} approves waiver {payload.get('ref')!r}, which no "
+                "earlier event recorded"
+            )
+            return
+        key = str(fields["waiver_record_id"])
+        self._add(event.seq, R.WAIVER_APPROVALS, key, content_digest(fields), fields)
+
+
+def approval_fields_from_event(
+    ledger: Ledger, event: AuditEventRow, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    match = _PINNED.match(str(payload.get("ref", "")))
+    if match is None:
+        return None
+    key = ledger.versions.get(("waiver", match["name"], int(match["version"])))
+    if key is None:
+        return None
+    comment = payload.get("comment")
+    return {
+        "waiver_record_id": int(key),
+        "approved_by": event.principal,
+        "approved_at": as_utc(event.at).isoformat(),
+        "comment_sha256": None if comment is None else sha256_digest(str(comment).encode("utf-8")),
+    }
+
+
+def _is_entry(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("table") in R.COVERED_TABLES
+        and isinstance(item.get("key"), str)
+        and isinstance(item.get("digest"), str)
+        and isinstance(item.get("fields"), dict)
+    )
+
+
+# ---- stored rows, compared with the ledger ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored row as its event would have recorded it."""
+
+    fields: dict[str, Any]
+    # Set when the row contradicts its own digest (content or result edited in place).
+    broken: str | None = None
+
+
+def _label(table: str, key: str, fields: dict[str, Any] | None) -> str:
+    fields = fields or {}
+    if table == R.RECORDS and "kind" in fields:
+        return f"records id {key} ({fields['kind']} {fields['name']}@v{fields['version']})"
+    if table == R.RECORDS:
+        return f"records id {key}"
+    if table == R.DECISIONS:
+        return f"decisions {key}"
+    if table == R.WAIVER_APPROVALS:
+        return f"waiver_approvals of waiver record {key}"
+    about = {
+        R.STALENESS: ("evidence record", "evidence_record_id"),
+        R.WITHDRAWALS: ("evidence record", "evidence_record_id"),
+        R.RECOMPUTATIONS: ("plan record", "plan_record_id"),
+    }[table]
+    if about[1] in fields:
+        return f"{table} id {key} ({about[0]} {fields[about[1]]})"
+    return f"{table} id {key}"
+
+
+def _order(key: str) -> tuple[int, str]:
+    return (len(key), key)
+
+
+class _Events:
+    """Events read back for messages, each once."""
+
+    def __init__(self, session: Session, ledger: Ledger) -> None:
+        self.session = session
+        self.ledger = ledger
+        self.cache: dict[int, AuditEventRow | None] = {}
+
+    def fields(self, table: str, key: str, seq: int) -> dict[str, Any] | None:
+        if seq not in self.cache:
+            self.cache[seq] = event_at(self.session, seq)
+        event = self.cache[seq]
+        payload = parsed_payload(event) if event is not None else None
+        if event is None or payload is None:
+            return None
+        for item in payload.get(R.ROWS_KEY) or []:
+            if _is_entry(item) and item["table"] == table and item["key"] == key:
+                fields: dict[str, Any] = item["fields"]
+                return fields
+        if table == R.WAIVER_APPROVALS and event.action == "waiver.approve":
+            return approval_fields_from_event(self.ledger, event, payload)
+        return None
+
+
+def _differences(actual: dict[str, Any], recorded: dict[str, Any] | None, seq: int) -> str:
+    if recorded is None:
+        return f"differs from what event {seq} recorded"
+    said = []
+    for name in sorted(set(actual) | set(recorded)):
+        now, then = actual.get(name), recorded.get(name)
+        if now == then:
+            continue
+        if name.endswith("_sha256"):
+            said.append(f"{name.removesuffix('_sha256')} was changed")
+        else:
+            said.append(f"{name} is {now!r}, the event recorded {then!r}")
+    return f"differs from event {seq}: " + "; ".join(said)
+
+
+def compare(
+    events: _Events, table: str, stored: dict[str, Stored], expected: Iterable[str]
+) -> list[str]:
+    """Problems between the stored rows and the ledger's keys expected in that scope."""
+    ledger = events.ledger
+    problems: list[str] = []
+    for key in sorted(stored, key=_order):
+        row = stored[key]
+        label = _label(table, key, row.fields)
+        if row.broken:
+            problems.append(f"{label}: {row.broken}")
+        recorded = ledger.recorded(table, key)
+        if recorded is None:
+            problems.append(f"{label}: no audit event recorded this row")
+        elif content_digest(row.fields) != recorded.digest:
+            said = _differences(row.fields, events.fields(table, key, recorded.seq), recorded.seq)
+            problems.append(f"{label}: {said}")
+    for key in sorted(set(expected) - set(stored), key=_order):
+        recorded = ledger.recorded(table, key)
+        if recorded is None:
+            continue
+        label = _label(table, key, events.fields(table, key, recorded.seq))
+        problems.append(f"{label}: recorded by event {recorded.seq} but missing from the table")
+    return problems
+
+
+def _stored_records(repo: IntegrityRepository, rows: list[Any]) -> dict[str, Stored]:
+    ids = [row.id for row in rows]
+    refs, raws = repo.refs(ids), repo.raw_digests(ids)
+    out: dict[str, Stored] = {}
+    for row in rows:
+        fields = R.record_fields(row, refs=refs.get(row.id, {}), raw_digests=raws.get(row.id, []))
+        content = getattr(row, "content", None)
+        broken = None
+        if content is not None and not R.text_intact(content, row.digest):
+            broken = f"its content does not hash to its digest {row.digest} (edited in place)"
+        out[str(row.id)] = Stored(fields=fields, broken=broken)
+    return out
+
+
+def _stored_rows(table: str, rows: Iterable[Any]) -> dict[str, Stored]:
+    out: dict[str, Stored] = {}
+    for row in rows:
+        if table == R.DECISIONS:
+            out[str(row.id)] = Stored(R.decision_fields(row))
+        elif table == R.STALENESS:
+            out[str(row.id)] = Stored(R.staleness_fields(row))
+        elif table == R.WITHDRAWALS:
+            out[str(row.id)] = Stored(R.withdrawal_fields(row))
+        elif table == R.WAIVER_APPROVALS:
+            out[str(row.waiver_record_id)] = Stored(R.waiver_approval_fields(row))
+        else:
+            broken = None
+            if not R.text_intact(row.result, row.digest):
+                broken = f"its result does not hash to its digest {row.digest} (edited in place)"
+            out[str(row.id)] = Stored(R.recomputation_fields(row), broken=broken)
+    return out
+
+
+_MODELS: dict[str, Any] = {
+    R.DECISIONS: DecisionRow,
+    R.STALENESS: StalenessRow,
+    R.WITHDRAWALS: WithdrawalRow,
+    R.WAIVER_APPROVALS: WaiverApprovalRow,
+    R.RECOMPUTATIONS: RecomputationRow,
+}
+
+
+def _snapshot(session: Session) -> None:
+    """Read the chain and the tables from one snapshot.
+
+    Under PostgreSQL's default READ COMMITTED, a write committing between the walk of
+    the events and the read of the rows would show a row whose event was not walked.
+    SQLite's reads here already hold the database (BEGIN IMMEDIATE). A session already
+    in a transaction keeps its level; `_settled` then covers the race.
+    """
+    if session.get_bind().dialect.name == "postgresql" and not session.in_transaction():
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+
+
+def _settled(session: Session, ledger: Ledger, find: Callable[[], list[str]]) -> list[str]:
+    """`find()`, and once more after walking any events committed meanwhile if it named
+    a row no event recorded (that row's event may have committed after the walk)."""
+    found = find()
+    if any(p.endswith("no audit event recorded this row") for p in found):
+        seq = ledger.chain.seq
+        ledger.advance(session)
+        if ledger.chain.seq != seq:
+            found = ledger.all_problems + find()
+    return found
+
+
+def verify_registry(session: Session) -> tuple[Ledger, list[str]]:
+    """The whole chain, then every row of every covered table against it."""
+    _snapshot(session)
+    ledger = Ledger()
+    ledger.advance(session)
+    events = _Events(session, ledger)
+    repo = IntegrityRepository(session)
+
+    def rows() -> list[str]:
+        records = _stored_records(repo, repo.records(content=True))
+        problems = compare(events, R.RECORDS, records, ledger.rows[R.RECORDS])
+        for table, model in _MODELS.items():
+            stored = _stored_rows(table, repo.rows(model))
+            problems += compare(events, table, stored, ledger.rows[table])
+        return problems
+
+    found = ledger.all_problems
+    return ledger, found + _settled(session, ledger, rows)
+
+
+# ---- the gate's guard --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feeds:
+    """The rows one decision rests on (see the module text, step 2): every version of
+    the series of `record_ids` is checked, and of every waiver series if `every_waiver`."""
+
+    record_ids: frozenset[int]
+    decision_ids: frozenset[str] = frozenset()
+    recomputation_ids: frozenset[int] = frozenset()
+    every_waiver: bool = True
+
+
+def _one_line(problems: list[str]) -> str:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return (
+        f"the registry failed its integrity check: {problems[0]}{more}; see `capgate audit verify`"
+    )
+
+
+class Guard:
+    """One Database's ledger, advanced incrementally by the gate (module text).
+
+    The lock guards the ledger; the methods open their own reading sessions inside it,
+    so no caller holds a database lock (SQLite's reads take one) while waiting for it.
+    `check_append` runs inside a write and takes no lock at all.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ledger: Ledger | None = None
+        self._walked_at = 0.0
+        # (seq, hash) of the last event verified; replaced whole, so read without the lock.
+        self._verified: tuple[int, str] = (0, GENESIS)
+
+    def _chain(self, session: Session) -> Ledger:
+        ledger = self._ledger
+        problems: list[str] = []
+        if ledger is None or time.monotonic() - self._walked_at > FULL_REWALK_S:
+            ledger, self._walked_at = Ledger(), time.monotonic()
+        else:
+            problems += _anchor_problems(session, ledger.chain.seq, ledger.chain.head)
+        if not problems:
+            ledger.advance(session)
+            problems += ledger.all_problems + _extent_problems(session)
+        if problems:
+            self._ledger, self._verified = None, (0, GENESIS)  # walk from the start next time
+            raise Tampered(_one_line(problems), details={"problems": problems})
+        self._ledger, self._verified = ledger, (ledger.chain.seq, ledger.chain.head)
+        return ledger
+
+    def check_chain(self, database: Database) -> None:
+        """Raise Tampered unless the chain verifies (incrementally)."""
+        with self._lock, database.reading() as session:
+            _snapshot(session)
+            self._chain(session)
+
+    def check_feeds(self, database: Database, feeds: Feeds) -> None:
+        """Raise Tampered unless the chain and every row the decision rests on verify."""
+        with self._lock, database.reading() as session:
+            _snapshot(session)
+            ledger = self._chain(session)
+            problems = _settled(session, ledger, lambda: _feed_problems(session, ledger, feeds))
+        if problems:
+            raise Tampered(_one_line(problems), details={"problems": problems})
+
+    def check_append(self, session: Session) -> None:
+        """Inside a write, before its event: the chain it extends still verifies from the
+        last event this guard verified (no ledger is kept: only hashes and links)."""
+        seq, head = self._verified
+        state = ChainWalk(seq=seq, head=head)
+        problems = _anchor_problems(session, seq, head)
+        if not problems:
+            walk(events_after(session, seq), state)
+            problems += state.problems + _extent_problems(session)
+        if problems:
+            raise Tampered(_one_line(problems), details={"problems": problems})
+
+
+def _anchor_problems(session: Session, seq: int, head: str) -> list[str]:
+    if seq == 0:
+        return []
+    anchor = event_at(session, seq)
+    if anchor is None:
+        return [
+            f"event {seq}, verified earlier by this process, is gone: the chain was "
+            "truncated or rewritten"
+        ]
+    if anchor.hash != head:
+        return [
+            f"event {seq} no longer has the hash this process verified: the chain was rewritten"
+        ]
+    return []
+
+
+def _extent_problems(session: Session) -> list[str]:
+    count, highest = extent(session)
+    if count != highest:
+        return [
+            f"the chain holds {count} events numbered up to {highest}: "
+            f"{highest - count} were deleted"
+        ]
+    return []
+
+
+def _feed_problems(session: Session, ledger: Ledger, feeds: Feeds) -> list[str]:
+    repo = IntegrityRepository(session)
+    events = _Events(session, ledger)
+    named = repo.records(feeds.record_ids, content=False)
+    series = {(row.kind, row.name) for row in named}
+    if feeds.every_waiver:
+        names = repo.series_names("waiver") | ledger.series.get("waiver", set())
+        series |= {("waiver", name) for name in names}
+    record_rows = repo.records_of_series(series)
+    records = _stored_records(repo, record_rows)
+    expected = {str(i) for i in feeds.record_ids}
+    for kind, name in series:
+        expected |= ledger.subject_keys(R.RECORDS, f"{kind}/{name}")
+    problems = compare(events, R.RECORDS, records, expected)
+    checked = [(R.RECORDS, key) for key in set(records) | expected]
+
+    evidence = {row.id for row in record_rows if row.kind == "evidence"}
+    waivers = {row.id for row in record_rows if row.kind == "waiver"}
+    scoped: list[tuple[str, Any, Any, set[int] | set[str]]] = [
+        (R.STALENESS, StalenessRow, StalenessRow.evidence_record_id, evidence),
+        (R.WITHDRAWALS, WithdrawalRow, WithdrawalRow.evidence_record_id, evidence),
+        (R.WAIVER_APPROVALS, WaiverApprovalRow, WaiverApprovalRow.waiver_record_id, waivers),
+    ]
+    for table, model, column, subjects in scoped:
+        stored = _stored_rows(table, repo.rows(model, column, subjects))
+        expected = set()
+        for subject in subjects:
+            expected |= ledger.subject_keys(table, str(subject))
+        problems += compare(events, table, stored, expected)
+        checked += [(table, key) for key in set(stored) | expected]
+    by_id: list[tuple[str, Any, Any, frozenset[Any]]] = [
+        (R.DECISIONS, DecisionRow, DecisionRow.id, feeds.decision_ids),
+        (R.RECOMPUTATIONS, RecomputationRow, RecomputationRow.id, feeds.recomputation_ids),
+    ]
+    for table, model, column, ids in by_id:
+        stored = _stored_rows(table, repo.rows(model, column, ids) if ids else [])
+        problems += compare(events, table, stored, {str(i) for i in ids})
+        checked += [(table, str(i)) for i in ids]
+    return problems + _event_problems(session, ledger, checked)
+
+
+def _event_problems(session: Session, ledger: Ledger, checked: list[tuple[str, str]]) -> list[str]:
+    """The events that recorded the checked rows, re-hashed and linked to the next one:
+    an event edited after this process walked past it is caught where it matters."""
+    seqs = {r.seq for t, k in checked if (r := ledger.recorded(t, k)) is not None}
+    found = events_at(session, seqs | {s + 1 for s in seqs if s < ledger.chain.seq})
+    problems = []
+    for seq in sorted(seqs):
+        event = found.get(seq)
+        if event is None:
+            problems.append(f"event {seq} is missing")
+        elif not hash_matches(event, parsed_payload(event)):
+            problems.append(f"event {seq} was altered: its hash does not match its content")
+        elif (after := found.get(seq + 1)) is not None and after.prev_hash != event.hash:
+            problems.append(f"event {seq + 1} does not follow its predecessor's hash")
+    return problems
+
+
+_GUARDS: weakref.WeakKeyDictionary[Database, Guard] = weakref.WeakKeyDictionary()
+_GUARDS_LOCK = threading.Lock()
+
+
+def guard_for(database: Database) -> Guard:
+    with _GUARDS_LOCK:
+        guard = _GUARDS.get(database)
+        if guard is None:
+            guard = _GUARDS[database] = Guard()
+        return guard

@@ -1,0 +1,1 @@
+"""Who is asking (authentication) and what they may do (roles, teams)."""

@@ -1,0 +1,218 @@
+"""Authentication: API tokens from the registry and OIDC tokens from a real issuer.
+
+The OIDC issuer runs on loopback with its own RSA keys and JWKS endpoint; PyJWT does
+the verifying inside capgate. Every failure is a 401 (or 503 when the issuer cannot be
+reached) and never reaches a handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from registry.api.app import create_app
+from registry.auth.authenticator import Authenticator
+from registry.auth.config import AuthConfig, Grant, Issuer
+from registry.auth.identity import Role
+from registry.auth.tokens import TokenRequest, authenticate_token, create_token, revoke_token
+from registry.errors import Unauthenticated
+from registry.storage.database import Database
+from tests.factories import example
+from tests.support.auth import bearer, token_for
+from tests.support.oidc_issuer import LoopbackIssuer, SigningKey, running_issuer
+
+
+def test_no_credential_is_401_except_health(database: Database) -> None:
+    with TestClient(create_app(database)) as client:
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code == 200
+        response = client.get("/v1/plans")
+        assert response.status_code == 401
+        assert response.json()["message"].startswith("authentication required")
+        # The old header names nobody any more.
+        forged = client.post(
+            "/v1/workloads", json=example("workload"), headers={"X-Capgate-Principal": "admin"}
+        )
+        assert forged.status_code == 401
+
+
+def test_api_token_subject_is_the_principal(database: Database) -> None:
+    token = token_for(database, subject="ci-bot", roles=["submitter"])
+    with TestClient(create_app(database), headers=bearer(token)) as client:
+        created = client.post(
+            "/v1/workloads",
+            json=example("workload"),
+            headers={"X-Capgate-Principal": "someone-else"},  # ignored
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["record"]["created_by"] == "ci-bot"
+        events = client.get("/v1/audit/events", params={"action": "workload.submit"}).json()
+        assert [e["principal"] for e in events["items"]] == ["ci-bot"]
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # wrong secret
+        lambda t: "cgt_ffffffffffffffff_" + t.rsplit("_", 1)[1],  # unknown id
+        lambda t: t + "x",  # malformed
+    ],
+    ids=["wrong secret", "unknown id", "malformed"],
+)
+def test_fail_bad_api_token(database: Database, mangle: object) -> None:
+    token = token_for(database, roles=["auditor"])
+    with TestClient(create_app(database)) as client:
+        response = client.get("/v1/plans", headers=bearer(mangle(token)))  # type: ignore[operator]
+        assert response.status_code == 401
+
+
+def test_fail_revoked_and_expired_api_tokens(database: Database) -> None:
+    token = token_for(database, roles=["auditor"])
+    token_id = token.split("_")[1]
+    with TestClient(create_app(database)) as client:
+        assert client.get("/v1/plans", headers=bearer(token)).status_code == 200
+        database.write(lambda ctx: revoke_token(ctx, token_id), principal="admin")
+        response = client.get("/v1/plans", headers=bearer(token))
+        assert response.status_code == 401
+        assert response.json()["message"] == f"API token {token_id} was revoked"
+    request = TokenRequest(
+        subject="old",
+        roles=frozenset({Role.auditor}),
+        teams=frozenset(),
+        lifetime=timedelta(hours=1),
+    )
+    issued = database.write(lambda ctx: create_token(ctx, request), principal="admin")
+    later = datetime.now(UTC) + timedelta(hours=2)
+    with database.reading() as session, pytest.raises(Unauthenticated, match="expired at"):
+        authenticate_token(session, issued.token, now=later)
+
+
+def test_tokens_are_stored_hashed(database: Database) -> None:
+    token = token_for(database, roles=["auditor"])
+    with database.engine.connect() as connection:
+        stored = connection.exec_driver_sql("SELECT id, secret_hash FROM api_tokens").all()
+    secret = token.rsplit("_", 1)[1]
+    assert len(stored) == 1
+    assert stored[0][1].startswith("sha256:") and secret not in stored[0][1]
+
+
+# ---- OIDC -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def issuer() -> Iterator[LoopbackIssuer]:
+    with running_issuer() as running:
+        yield running
+
+
+def oidc_app(database: Database, issuer: LoopbackIssuer, **overrides: object) -> TestClient:
+    config = AuthConfig(
+        issuers=[
+            Issuer(
+                issuer=issuer.url,
+                audience="capgate",
+                subject_prefix="oidc:",
+                teams_claim="groups",
+                jwks_refresh_cooldown_s=0,
+                grants=[
+                    Grant(
+                        match={"repository": "acme/serving", "ref": "refs/heads/*"},
+                        roles=[Role.pipeline],
+                    ),
+                    Grant(match={"sub": "alice"}, roles=[Role.submitter, Role.auditor]),
+                ],
+                **overrides,  # type: ignore[arg-type]
+            )
+        ]
+    )
+    return TestClient(create_app(database, authenticator=Authenticator(config)))
+
+
+@pytest.fixture
+def sqlite_database(tmp_path: object) -> Iterator[Database]:
+    from registry.storage import migrate
+
+    url = f"sqlite:///{tmp_path}/registry.db"
+    migrate.upgrade(url)
+    database = Database(url)
+    yield database
+    database.engine.dispose()
+
+
+def test_oidc_token_subject_roles_and_teams(
+    sqlite_database: Database, issuer: LoopbackIssuer
+) -> None:
+    with oidc_app(sqlite_database, issuer) as client:
+        token = issuer.token("alice", groups=["team-assistant@example.com"])
+        created = client.post("/v1/workloads", json=example("workload"), headers=bearer(token))
+        assert created.status_code == 201, created.text
+        assert created.json()["record"]["created_by"] == "oidc:alice"
+        # A CI job's token: roles from its claims (GitHub Actions' repository and ref).
+        ci = issuer.token(
+            "repo:acme/serving:ref:refs/heads/main",
+            repository="acme/serving",
+            ref="refs/heads/main",
+        )
+        denied = client.post("/v1/workloads", json=example("workload"), headers=bearer(ci))
+        assert denied.status_code == 403
+        assert "needs submitter" in denied.json()["message"]
+        # Someone with a valid token but no grant reads nothing.
+        nobody = client.get("/v1/plans", headers=bearer(issuer.token("mallory")))
+        assert nobody.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda i: i.token("alice", key=SigningKey("k1")), "signature does not verify"),
+        (lambda i: i.token("alice", audience="someone-else"), "audience"),
+        (lambda i: i.token("alice", lifetime_s=-120), "expired"),
+        (lambda i: i.token("alice", nbf=int(datetime.now(UTC).timestamp()) + 600), "not valid yet"),
+        (lambda i: i.token("alice", key=SigningKey("unknown-kid")), "no signing key"),
+        (lambda i: i.token("alice", issuer="https://evil.example"), "not trusted"),
+    ],
+    ids=["bad signature", "wrong audience", "expired", "not before", "unknown key", "issuer"],
+)
+def test_fail_oidc_token(
+    sqlite_database: Database, issuer: LoopbackIssuer, make: object, says: str
+) -> None:
+    with oidc_app(sqlite_database, issuer) as client:
+        response = client.get("/v1/plans", headers=bearer(make(issuer)))  # type: ignore[operator]
+        assert response.status_code == 401, response.text
+        assert says in response.json()["message"]
+
+
+def test_oidc_key_rotation_is_followed(sqlite_database: Database, issuer: LoopbackIssuer) -> None:
+    with oidc_app(sqlite_database, issuer) as client:
+        assert client.get("/v1/plans", headers=bearer(issuer.token("alice"))).status_code == 200
+        fetched = issuer.jwks_requests
+        assert client.get("/v1/plans", headers=bearer(issuer.token("alice"))).status_code == 200
+        assert issuer.jwks_requests == fetched  # cached
+        new_key = issuer.rotate()
+        rotated = client.get("/v1/plans", headers=bearer(issuer.token("alice", key=new_key)))
+        assert rotated.status_code == 200
+        assert issuer.jwks_requests == fetched + 1
+
+
+def test_fail_closed_when_the_issuer_is_unreachable(sqlite_database: Database) -> None:
+    with running_issuer() as gone:
+        token = gone.token("alice")
+        url = gone.url
+    config = AuthConfig(issuers=[Issuer(issuer=url, audience="capgate", timeout_s=1)])
+    app = create_app(sqlite_database, authenticator=Authenticator(config))
+    with TestClient(app) as client:
+        response = client.get("/v1/plans", headers=bearer(token))
+        assert response.status_code == 503
+        assert "cannot read the OIDC discovery document" in response.json()["message"]
+    # Discovery known, key set unreachable: still 503, never accepted.
+    config = AuthConfig(
+        issuers=[Issuer(issuer=url, audience="capgate", jwks_uri=url + "/jwks.json", timeout_s=1)]
+    )
+    app = create_app(sqlite_database, authenticator=Authenticator(config))
+    with TestClient(app) as client:
+        response = client.get("/v1/plans", headers=bearer(token))
+        assert response.status_code == 503
+        assert "cannot fetch the signing keys" in response.json()["message"]
