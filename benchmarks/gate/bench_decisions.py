@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import yaml
 
-from benchmarks.registry.bench_submissions import api_server, sqlite_database
+from benchmarks.registry.bench_submissions import ApiServer, api_server, sqlite_database
 from registry.policy.bundle import policies_root
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.opa_server import OpaServerEngine
@@ -52,10 +52,10 @@ def time_calls(call: Callable[[], Any], n: int) -> list[float]:
     return samples
 
 
-def register_example(base: str, folder: Path) -> None:
-    evidence = yaml.safe_load((EXAMPLE / "evidence.yaml").read_text())
-    evidence["measured_at"] = (datetime.now(UTC) - timedelta(days=6)).isoformat()
-    with httpx.Client(base_url=base, timeout=60) as http:
+def register_example(server: ApiServer) -> None:
+    """The worked example through the API, its load test imported as a pipeline would."""
+    load_test = EXAMPLE / "load-test"
+    with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
         for kind, collection in (
             ("workload", "workloads"),
             ("provider", "providers"),
@@ -63,18 +63,39 @@ def register_example(base: str, folder: Path) -> None:
         ):
             document = yaml.safe_load((EXAMPLE / f"{kind}.yaml").read_text())
             http.post(f"/v1/{collection}", json=document).raise_for_status()
-        http.post("/v1/evidence", json=evidence).raise_for_status()
+        classes = ("interactive", "batch")
+        http.post(
+            "/v1/evidence/import",
+            data={
+                "workload": "chat-assistant",
+                "provider": "llama31-8b-h100-vllm",
+                "plan": "chat-assistant-prod",
+                "replicas": "1",
+                "measured_at": (datetime.now(UTC) - timedelta(days=6)).isoformat(),
+                "traffic_class": [f"{c}={c}.profile_export_aiperf.json" for c in classes],
+            },
+            files=[
+                (
+                    "files",
+                    (
+                        f"{c}.profile_export_aiperf.json",
+                        (load_test / f"{c}.profile_export_aiperf.json").read_bytes(),
+                        "application/json",
+                    ),
+                )
+                for c in classes
+            ],
+        ).raise_for_status()
         # The first check runs the planner once; later checks reuse the stored result.
         http.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).raise_for_status()
-    (folder / "evidence.yaml").write_text(yaml.safe_dump(evidence))
 
 
-def api_checks(base: str, total: int, clients: int) -> tuple[float, float, float]:
+def api_checks(server: ApiServer, total: int, clients: int) -> tuple[float, float, float]:
     per_client = total // clients
 
     def client(_: int) -> list[float]:
         out = []
-        with httpx.Client(base_url=base, timeout=60) as http:
+        with httpx.Client(base_url=server.url, headers=server.headers, timeout=60) as http:
             for _ in range(per_client):
                 start = time.perf_counter()
                 response = http.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
@@ -114,10 +135,10 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as folder,
         sqlite_database() as url,
-        api_server(url, workers=2) as base,
+        api_server(url, workers=2) as server,
     ):
-        register_example(base, Path(folder))
-        rate, p50, p99 = api_checks(base, args.api_checks, args.clients)
+        register_example(server)
+        rate, p50, p99 = api_checks(server, args.api_checks, args.clients)
         print()
         print(
             "| through the API (SQLite, 2 workers, embedded engine) | checks | per second "

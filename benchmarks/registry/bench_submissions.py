@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,30 @@ def postgres_database(admin_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+@dataclass(frozen=True)
+class ApiServer:
+    url: str
+    headers: dict[str, str]  # an API token with every role
+
+
 @contextmanager
-def api_server(database_url: str, workers: int) -> Iterator[str]:
+def api_server(database_url: str, workers: int) -> Iterator[ApiServer]:
+    from datetime import timedelta
+
+    from registry.auth.identity import ALL_ROLES
+    from registry.auth.tokens import TokenRequest, create_token
+    from registry.storage.database import Database
+
     port = free_port()
+    request = TokenRequest(
+        subject="bench",
+        roles=ALL_ROLES,
+        teams=frozenset({"team-assistant@example.com"}),
+        lifetime=timedelta(hours=2),
+    )
+    database = Database(database_url)
+    token = database.write(lambda ctx: create_token(ctx, request), principal="bench").token
+    database.engine.dispose()
     env = dict(os.environ, CAPGATE_DATABASE_URL=database_url)
     process = subprocess.Popen(
         [
@@ -98,19 +120,19 @@ def api_server(database_url: str, workers: int) -> Iterator[str]:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("API server did not become ready")
             time.sleep(0.1)
-        yield base
+        yield ApiServer(base, {"Authorization": f"Bearer {token}"})
     finally:
         process.terminate()
         process.wait(timeout=10)
 
 
-def run(base: str, requests: int, clients: int) -> dict[str, float]:
+def run(server: ApiServer, requests: int, clients: int) -> dict[str, float]:
     template = load_document(EXAMPLE)
     per_client = requests // clients
 
     def client(index: int) -> list[float]:
         latencies = []
-        with httpx.Client(base_url=base, timeout=30) as http:
+        with httpx.Client(base_url=server.url, headers=server.headers, timeout=30) as http:
             for i in range(per_client):
                 # Half the submissions extend one shared series (version races between
                 # clients), half start new series.
@@ -151,8 +173,8 @@ def main() -> None:
     print("| database | server workers | clients | submissions | per second | p50 ms | p99 ms |")
     print("|---|---|---|---|---|---|---|")
     for label, database in backends:
-        with database as url, api_server(url, args.workers) as base:
-            result = run(base, args.requests, args.clients)
+        with database as url, api_server(url, args.workers) as server:
+            result = run(server, args.requests, args.clients)
         print(
             f"| {label} | {args.workers} | {args.clients} | {result['submissions']:.0f} | "
             f"{result['per_second']:.0f} | {result['p50_ms']:.1f} | {result['p99_ms']:.1f} |"

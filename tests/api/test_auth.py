@@ -7,6 +7,7 @@ reached) and never reaches a handler.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -216,3 +217,18 @@ def test_fail_closed_when_the_issuer_is_unreachable(sqlite_database: Database) -
         response = client.get("/v1/plans", headers=bearer(token))
         assert response.status_code == 503
         assert "cannot fetch the signing keys" in response.json()["message"]
+
+
+def test_access_log_names_principal_route_status_latency(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = token_for(database, subject="ci-bot", roles=["auditor"])
+    with TestClient(create_app(database)) as client, caplog.at_level("INFO", "capgate.access"):
+        client.get("/v1/plans/nothing-here", headers=bearer(token))
+        client.get("/v1/plans")
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "capgate.access"]
+    assert [(x["principal"], x["route"], x["status"]) for x in lines] == [
+        ("ci-bot", "/plans/{ref}", 404),
+        (None, "/plans", 401),
+    ]
+    assert all(x["latency_ms"] >= 0 and x["method"] == "GET" for x in lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,14 @@ from typer.testing import CliRunner
 
 from cli.audit import audit_app
 from registry.audit import checkpoint as checkpoints
-from registry.errors import InvalidInput
+from registry.audit.chain import extent
+from registry.audit.service import verify
+from registry.errors import InvalidInput, Tampered, Unavailable
 from registry.gate.views import DecisionView
-from registry.keys import load_public_key
+from registry.keys import generate_key_pair, load_private_key, load_public_key, public_path_for
+from registry.policy.embedded import EmbeddedEngine
 from registry.storage.database import Database
-from tests.audit.conftest import seq_of, sql
+from tests.audit.conftest import gate, seq_of, sql
 
 
 @pytest.fixture
@@ -101,3 +105,39 @@ def test_signed_checkpoint_rejects_an_edited_size(tmp_path: Path) -> None:
     assert checkpoints.verified(signed, key.public_key(), source="cp").size == 10
     with pytest.raises(InvalidInput, match="signature does not verify"):
         checkpoints.verified(forged, key.public_key(), source="cp")
+
+
+def test_gate_refuses_a_chain_that_contradicts_the_saved_checkpoint(
+    registered: Database,
+    allowed: DecisionView,
+    engine: EmbeddedEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With CAPGATE_AUDIT_CHECKPOINT, a cut tail stops the gate itself, not only verify."""
+    key, saved = tmp_path / "audit.pem", tmp_path / "head.json"
+    generate_key_pair(key)
+    with registered.reading() as session:
+        count, head = extent(session)[1], verify(session).head
+    assert head is not None
+    signed = checkpoints.sign(
+        checkpoints.Checkpoint(size=count, head=head, at=datetime.now(UTC)),
+        load_private_key(key).private_key,
+    )
+    checkpoints.write(signed, saved)
+    monkeypatch.setenv("CAPGATE_AUDIT_CHECKPOINT", str(saved))
+    monkeypatch.setenv("CAPGATE_AUDIT_CHECKPOINT_KEY", str(public_path_for(key)))
+    cut = seq_of(registered, "gate.check")  # the allowed decision, inside the checkpoint
+    assert gate(Database(registered.url), engine).outcome.value == "allow"  # consistent
+
+    sql(registered, "DELETE FROM audit_events WHERE seq >= :s", s=cut)
+    sql(registered, "DELETE FROM decision_attestations")
+    sql(registered, "DELETE FROM decisions")
+    with pytest.raises(Tampered, match=r"contradicts the saved checkpoint .* tail was removed"):
+        gate(Database(registered.url), engine)  # a fresh process: only the checkpoint knows
+
+    # A checkpoint the gate cannot verify is an error too, never a pass.
+    generate_key_pair(tmp_path / "other.pem")
+    monkeypatch.setenv("CAPGATE_AUDIT_CHECKPOINT_KEY", str(tmp_path / "other.pub.pem"))
+    with pytest.raises(Unavailable, match="signature does not verify"):
+        gate(Database(registered.url), engine)
