@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from registry.records.views import Page, SeriesView
 
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=500, help="Page size.")]
-OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Items to skip.")]
+OffsetOpt = Annotated[int, typer.Option("--offset", min=0, max=1_000_000, help="Items to skip.")]
 
 
 def emit_series(page: Page[SeriesView]) -> None:

@@ -7,10 +7,25 @@ import json
 from typing import Any
 
 
+def _normalised(value: Any) -> Any:
+    """-0.0 becomes 0.0: numerically equal content must give one digest."""
+    if isinstance(value, float):
+        return 0.0 if value == 0.0 else value
+    if isinstance(value, dict):
+        return {key: _normalised(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalised(item) for item in value]
+    return value
+
+
 def canonical_json(value: Any) -> str:
     """Key-sorted, whitespace-free JSON: equal content always gives equal bytes."""
     return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        _normalised(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
     )
 
 

@@ -17,6 +17,7 @@ from registry.api.errors import error_body, install_error_handlers
 from registry.api.evidence import evidence_router
 from registry.api.evidence_lifecycle import evidence_lifecycle_router
 from registry.api.gate import gate_router
+from registry.api.limits import install_body_limit
 from registry.api.query_guard import reject_unknown_query
 from registry.api.records import records_router
 from registry.api.tokens import tokens_router
@@ -71,6 +72,8 @@ def create_app(
     app.state.settings = settings or Settings.from_env()
     app.state.authenticator = authenticator or Authenticator()
     install_error_handlers(app)
+    # Body size, strict JSON (duplicate keys, non-finite numbers) and NUL bytes: first.
+    install_body_limit(app)
     install_access_log(app)
     guarded = [Depends(authorize), Depends(reject_unknown_query)]
     # Evidence routes first: /v1/evidence/stale must not be read as a record reference.

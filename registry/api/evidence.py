@@ -23,6 +23,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.limits import Offset, PathText
 from registry.errors import FieldProblem, InvalidInput
 from registry.records.views import Page, SubmitResult
 from registry.staleness.views import StaleEvidence, StalenessHistory
@@ -37,7 +38,6 @@ MAX_PAGE = 500
 MAX_UPLOAD_BYTES = 256 * 1024 * 1024
 
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-Offset = Annotated[int, Query(ge=0)]
 IncludeReplaced = Annotated[
     bool,
     Query(description="Also list evidence versions replaced by a newer version of the same name."),
@@ -299,7 +299,7 @@ def evidence_router() -> APIRouter:
         summary="The staleness history of one evidence version, and whether it is stale now",
         operation_id="get_evidence_staleness",
     )
-    def staleness(ref: str, database: DatabaseDep) -> StalenessHistory:
+    def staleness(ref: PathText, database: DatabaseDep) -> StalenessHistory:
         from registry.staleness import service
 
         with database.reading() as session:

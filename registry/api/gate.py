@@ -10,6 +10,7 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
 from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.limits import NO_NUL, Offset, PathText, Seed
 from registry.errors import NotFound
 from registry.gate.recheck import RecheckReport, recheck_all
 from registry.gate.service import Engine, check, get_decision, list_decisions
@@ -109,7 +110,7 @@ def gate_router() -> APIRouter:
         operation_id="get_decision",
         summary="One decision with its inputs' digests",
     )
-    def decision(decision_id: str, request: Request, database: DatabaseDep) -> DecisionView:
+    def decision(decision_id: PathText, request: Request, database: DatabaseDep) -> DecisionView:
         with database.reading() as session:
             return get_decision(session, decision_id, current_revision=_current_revision(request))
 
@@ -121,7 +122,7 @@ def gate_router() -> APIRouter:
         description="Re-run the policies on it offline: `opa eval -d policies/ -i input.json "
         "data.capgate.gate.decision` with the bundle at `bundle_revision`.",
     )
-    def decision_input(decision_id: str, database: DatabaseDep) -> DecisionInput:
+    def decision_input(decision_id: PathText, database: DatabaseDep) -> DecisionInput:
         import json
 
         from registry.digest import content_digest
@@ -159,7 +160,7 @@ def gate_router() -> APIRouter:
         description="Verify it offline with the key at /v1/attestation/public-key "
         "(`capgate gate verify`).",
     )
-    def decision_attestation(decision_id: str, database: DatabaseDep) -> dict[str, Any]:
+    def decision_attestation(decision_id: PathText, database: DatabaseDep) -> dict[str, Any]:
         from registry.attestation.store import envelope_of, get_attestation
 
         with database.reading() as session:
@@ -191,13 +192,13 @@ def gate_router() -> APIRouter:
     def decisions(
         request: Request,
         database: DatabaseDep,
-        plan: Annotated[str | None, Query(description="Plan name.")] = None,
+        plan: Annotated[str | None, Query(description="Plan name.", pattern=NO_NUL)] = None,
         outcome: Outcome | None = None,
-        principal: str | None = None,
+        principal: Annotated[str | None, Query(pattern=NO_NUL)] = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Offset = 0,
     ) -> Page[DecisionView]:
         with database.reading() as session:
             return list_decisions(
@@ -219,7 +220,7 @@ def gate_router() -> APIRouter:
         summary="Recompute a registered plan (stored; reused while inputs are unchanged)",
     )
     def recompute_plan(
-        ref: str, database: DatabaseDep, principal: PrincipalDep, seed: int = 0
+        ref: PathText, database: DatabaseDep, principal: PrincipalDep, seed: Seed = 0
     ) -> RecomputationView:
         return size_plan(
             database,
@@ -237,7 +238,7 @@ def gate_router() -> APIRouter:
         summary="Recompute a plan document that is not registered (nothing stored)",
     )
     def size(
-        body: Annotated[dict[str, Any], Body()], database: DatabaseDep, seed: int = 0
+        body: Annotated[dict[str, Any], Body()], database: DatabaseDep, seed: Seed = 0
     ) -> PlanRecomputation:
         return size_draft(
             database, body, now=datetime.now(UTC), limits=load_thresholds(), seed=seed

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Response, status
 
 from registry.api.deps import DatabaseDep, IdentityDep
+from registry.api.limits import Offset, PathText
 from registry.auth.ownership import check_can_publish
 from registry.records import service
 from registry.records.documents import validate_record
@@ -15,7 +16,6 @@ from registry.records.views import Page, RecordView, SeriesView, SubmitResult
 from registry.storage.database import WriteContext
 
 Limit = Annotated[int, Query(ge=1, le=service.MAX_PAGE)]
-Offset = Annotated[int, Query(ge=0)]
 
 
 def _routes_for(router: APIRouter, kind: RecordKind) -> None:
@@ -69,7 +69,7 @@ def _routes_for(router: APIRouter, kind: RecordKind) -> None:
         summary=f"Get a {kind.value} by name (latest), name@vN or sha256 digest",
         operation_id=f"get_{kind.value}",
     )
-    def get(ref: str, database: DatabaseDep) -> RecordView:
+    def get(ref: PathText, database: DatabaseDep) -> RecordView:
         with database.reading() as session:
             return service.get(session, kind=kind, ref=ref)
 
@@ -80,7 +80,7 @@ def _routes_for(router: APIRouter, kind: RecordKind) -> None:
         operation_id=f"list_{kind.value}_versions",
     )
     def versions(
-        name: str, database: DatabaseDep, limit: Limit = 50, offset: Offset = 0
+        name: PathText, database: DatabaseDep, limit: Limit = 50, offset: Offset = 0
     ) -> Page[RecordView]:
         with database.reading() as session:
             return service.list_versions(session, kind=kind, name=name, limit=limit, offset=offset)

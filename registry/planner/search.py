@@ -68,7 +68,7 @@ from registry.planner.simulator import (
 )
 from registry.planner.step_time import Efficiency, StepModel
 from registry.planner.unknowns import planned_prefix_share
-from registry.records.plan import CapacityPlan, SchedulingPolicy
+from registry.records.plan import MAX_PLAN_REPLICAS, CapacityPlan, SchedulingPolicy
 from registry.records.provider import ProviderProfile
 from registry.records.workload import TrafficClass, WorkloadProfile
 
@@ -81,7 +81,7 @@ FLEET_GROUP = 8
 REQUESTS_PER_REPLICA = 1000
 MIN_REQUESTS = 4000
 # The largest fleet the replica-count search considers.
-MAX_REPLICAS = 1 << 15
+MAX_REPLICAS = MAX_PLAN_REPLICAS  # the search never simulates a fleet no plan may hold
 # Fleet arrivals beyond the pre-drawn stream are drawn in blocks, each from a generator of
 # its own (seed, class, block), so the stream does not depend on the order of runs.
 _BLOCK = 1 << 16

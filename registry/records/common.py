@@ -29,9 +29,9 @@ NAME_PATTERN = r"^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$"
 Name = Annotated[StrictStr, Field(pattern=NAME_PATTERN)]
 Sha256 = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
-PositiveFloat = Annotated[StrictFloat, Field(gt=0)]
-NonNegativeFloat = Annotated[StrictFloat, Field(ge=0)]
-Fraction = Annotated[StrictFloat, Field(ge=0, le=1)]
+PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 PositiveInt = Annotated[StrictInt, Field(gt=0)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 
@@ -42,7 +42,10 @@ Text = StrictStr
 class Record(BaseModel):
     """Base of every schema: strict, immutable, unknown fields rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # Non-finite numbers (NaN, Infinity) cannot be stored as canonical JSON.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False
+    )
 
 
 class Basis(StrEnum):

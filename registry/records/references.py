@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from registry.errors import FieldProblem, InvalidInput
 
+# Versions are stored as 32-bit signed integers on SQLite and PostgreSQL alike.
+MAX_VERSION = 2**31 - 1
+
 _REF = re.compile(
     r"^(?:(?P<digest>sha256:[0-9a-f]{64})|(?P<name>[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?)"
     r"(?:@v(?P<version>[1-9][0-9]*))?)$"
@@ -26,6 +29,11 @@ class Ref:
 
 
 def parse_ref(text: str, *, loc: str = "ref") -> Ref:
+    if "\x00" in text:
+        raise InvalidInput(
+            "invalid reference",
+            problems=[FieldProblem(loc=loc, message="must not contain NUL characters")],
+        )
     match = _REF.match(text.strip())
     if match is None:
         raise InvalidInput(
@@ -40,6 +48,13 @@ def parse_ref(text: str, *, loc: str = "ref") -> Ref:
     if match["digest"]:
         return Ref(digest=match["digest"])
     version = match["version"]
+    if version and (len(version) > 10 or int(version) > MAX_VERSION):
+        raise InvalidInput(
+            "invalid reference",
+            problems=[
+                FieldProblem(loc=loc, message=f"version must be between 1 and {MAX_VERSION}")
+            ],
+        )
     return Ref(name=match["name"], version=int(version) if version else None)
 
 

@@ -2,13 +2,30 @@
 
 Services receive a session (reads) or a `WriteContext` (writes) and never commit; the
 `Database.write` runner owns the transaction, appends the audit events the work
-reported, and commits once. A lost race on a version number rolls the whole unit back
-and runs it again, so two submitters can never both get vN+1.
+reported, and commits once.
+
+Writes are serialised registry-wide: every write appends to the one audit chain, so
+two writes can never both proceed on the same head. On PostgreSQL each write's first
+statement takes a transaction-level advisory lock (released by its commit or
+rollback); on SQLite each write begins with `BEGIN IMMEDIATE`, which takes the file's
+one write lock. Version and audit sequence numbers are therefore allocated by one
+writer at a time. The unique constraints stay the last word: a writer that does not
+take the lock (another tool, an older capgate) can still make a write lose a race,
+and the lost unit is rolled back and run again with jittered exponential backoff,
+within a time bound rather than a fixed number of attempts.
+
+Reads never take the write lock: on SQLite they begin deferred transactions, which
+in WAL mode neither block writers nor wait for them. A SQLite registry whose file,
+directory or filesystem is not writable (or whose URL asks for `mode=ro`) is opened
+read-only: it can be read, and every write is refused with one `Unavailable` line.
 """
 
 from __future__ import annotations
 
 import logging
+import random
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,18 +33,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 from registry.errors import Conflict, Unavailable
 from registry.storage.schema_version import ensure_current
+from registry.storage.sqlite_reads import read_only_uri, sqlite_read_only_reason
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-WRITE_ATTEMPTS = 8
+# A write that keeps losing races (only possible beside writers that skip the write
+# lock) is retried with jittered exponential backoff until this many seconds passed.
+WRITE_RETRY_SECONDS = 30.0
+BACKOFF_FIRST_SECONDS = 0.005
+BACKOFF_MAX_SECONDS = 0.5
+# The key of the registry-wide PostgreSQL advisory write lock ("capgate" in ASCII).
+WRITE_LOCK_KEY = 0x63617067617465
+# The execution option that marks a connection as a reader (deferred BEGIN on SQLite).
+_READER = "capgate_reader"
 
 
 @dataclass
@@ -44,11 +71,32 @@ class WriteContext:
         self.events.append((action, payload))
 
 
-def _sqlite_engine(url: str) -> Engine:
-    database = make_url(url).database
-    if database and database != ":memory:":
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": 30})
+def _sqlite_settings(url: str) -> tuple[Path | None, bool]:
+    """(the file, read-only?) of a SQLite URL; `?mode=ro` asks for read-only."""
+    parsed = make_url(url)
+    database = parsed.database
+    path = Path(database).expanduser() if database and database != ":memory:" else None
+    if path is not None and database and database.startswith("file:"):
+        return None, False  # a URI the caller built itself: used as given
+    asked = str(parsed.query.get("mode", "")).lower() == "ro"
+    return path, asked or (path is not None and sqlite_read_only_reason(path) is not None)
+
+
+def _sqlite_engine(url: str, *, read_only: bool, path: Path | None) -> Engine:
+    if read_only and path is not None:
+        uri = read_only_uri(path)
+        engine = create_engine(
+            "sqlite://",
+            creator=lambda: sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False),
+            poolclass=NullPool,
+        )
+    else:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        plain = make_url(url)
+        if "mode" in plain.query:
+            plain = plain.difference_update_query(["mode"])
+        engine = create_engine(plain, connect_args={"timeout": 30})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -56,35 +104,67 @@ def _sqlite_engine(url: str) -> Engine:
         # start deferred transactions that fail to upgrade to a write lock under load).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        if not read_only:
+            # The journal mode is stored in the file: a read-only one keeps its own.
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        # IMMEDIATE takes the write lock up front: writers queue instead of deadlocking.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        if read_only or connection.get_execution_options().get(_READER):
+            # Deferred: a reader takes no write lock, and in WAL mode reads a snapshot
+            # while writers commit beside it.
+            connection.exec_driver_sql("BEGIN")
+        else:
+            # IMMEDIATE takes the write lock up front: writers queue instead of
+            # deadlocking on a lock upgrade.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
 
 
 def create_db_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        return _sqlite_engine(url)
+        path, read_only = _sqlite_settings(url)
+        return _sqlite_engine(url, read_only=read_only, path=path)
     return create_engine(url, pool_pre_ping=True)
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool | None = None) -> None:
+        """`read_only=None` decides by itself: a SQLite file that cannot be written (or
+        a `?mode=ro` URL) is opened read-only; True forces read-only on SQLite."""
         self.url = url
-        self.engine = create_db_engine(url)
+        self.is_sqlite = url.startswith("sqlite")
+        self.read_only_reason: str | None = None
+        if self.is_sqlite:
+            path, detected = _sqlite_settings(url)
+            if read_only is None:
+                read_only = detected
+            if read_only:
+                reason = sqlite_read_only_reason(path) if path is not None else None
+                self.read_only_reason = reason or "it was opened read-only"
+            self.engine = _sqlite_engine(url, read_only=bool(read_only), path=path)
+        else:
+            if read_only:
+                self.read_only_reason = "it was opened read-only"
+            self.engine = create_engine(url, pool_pre_ping=True)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(
+            self.engine.execution_options(**{_READER: True}), expire_on_commit=False
+        )
         self._schema_ok = False
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
 
     def check_schema(self) -> None:
         """Raise unless the database is reachable and at exactly this code's schema."""
-        with self._unavailable_guard(), self.engine.connect() as connection:
+        reader = self.engine.execution_options(**{_READER: True})
+        with self._unavailable_guard(), reader.connect() as connection:
             ensure_current(connection)
 
     def ensure_schema(self) -> None:
@@ -93,25 +173,33 @@ class Database:
             self.check_schema()
             self._schema_ok = True
 
+    def _where(self) -> str:
+        return make_url(self.url).render_as_string()
+
     @contextmanager
     def _unavailable_guard(self) -> Iterator[None]:
         try:
             yield
         except OperationalError as exc:
             raise Unavailable(
-                f"cannot reach the registry database ({make_url(self.url).render_as_string()}): "
+                f"cannot reach the registry database ({self._where()}): "
                 f"{str(exc.orig).strip().splitlines()[0] if exc.orig else exc}"
             ) from None
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
-        """A read-only session; whatever it did is rolled back."""
+        """A read-only session; whatever it did is rolled back. Takes no write lock."""
         self.ensure_schema()
-        with self._unavailable_guard(), self._sessions() as session:
+        with self._unavailable_guard(), self._read_sessions() as session:
             try:
                 yield session
             finally:
                 session.rollback()
+
+    def _take_write_lock(self, session: Session) -> None:
+        """Serialise writers (SQLite's BEGIN IMMEDIATE already did, on the first use)."""
+        if self.engine.dialect.name == "postgresql":
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
 
     def write(
         self,
@@ -123,11 +211,20 @@ class Database:
         """Run `work` in one transaction with its audit events; commit or leave nothing."""
         from registry.audit.chain import append_event
 
+        if self.read_only_reason is not None:
+            raise Unavailable(
+                f"the registry database ({self._where()}) is read-only "
+                f"({self.read_only_reason}): writes are refused"
+            )
         self.ensure_schema()
         clock = now or (lambda: datetime.now(UTC))
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        deadline = time.monotonic() + WRITE_RETRY_SECONDS
+        attempt = 0
+        while True:
+            attempt += 1
             with self._unavailable_guard(), self._sessions() as session:
                 try:
+                    self._take_write_lock(session)
                     context = WriteContext(session=session, principal=principal, now=clock())
                     result = work(context)
                     for action, payload in context.events:
@@ -141,11 +238,15 @@ class Database:
                     session.commit()
                     return result
                 except IntegrityError:
-                    # Another writer took the version or audit sequence number we
-                    # computed; our whole unit is void, so run it again from the start.
+                    # Another writer (one that skipped the write lock) took the version
+                    # or audit sequence number we computed; our whole unit is void.
                     session.rollback()
                     log.info("write lost a race (attempt %d), retrying", attempt)
                 except BaseException:
                     session.rollback()
                     raise
-        raise Conflict("concurrent writers kept taking the same version; try again")
+            pause = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** (attempt - 1))
+            pause = random.uniform(pause / 2, pause)  # jitter, not secrecy
+            if time.monotonic() + pause > deadline:
+                raise Conflict("concurrent writers kept taking the same version; try again")
+            time.sleep(pause)

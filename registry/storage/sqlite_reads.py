@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from registry.errors import NotFound, Tampered, Unavailable
 from registry.records.kinds import RecordKind
@@ -32,6 +34,48 @@ def sqlite_path(url: str) -> Path | None:
     return Path(url[len(prefix) :])
 
 
+def _filesystem_read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def sqlite_read_only_reason(path: Path) -> str | None:
+    """Why the SQLite registry at `path` cannot be written, or None when it can.
+
+    A missing file is writable (it is created). SQLite in WAL mode writes beside the
+    file (`-wal`, `-shm`), so an unwritable directory makes the registry read-only too.
+    `os.access` and the filesystem's read-only flag both hold for root as well.
+    """
+    if not path.exists():
+        return None
+    directory = path.parent
+    if _filesystem_read_only(path):
+        return "its filesystem is mounted read-only"
+    if not os.access(path, os.W_OK):
+        return "its file is not writable"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "its directory is not writable"
+    return None
+
+
+def read_only_uri(path: Path) -> str:
+    """A SQLite URI that opens `path` without ever writing it (or beside it).
+
+    With a writable directory (or existing `-shm`/`-wal` files), `mode=ro` reads the
+    file and any WAL content safely while other processes write. Without one, SQLite
+    cannot set up WAL shared memory; `immutable=1` then reads the file as it stands
+    (nothing can be writing it: its directory and WAL files are not writable).
+    """
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    shm = path.with_name(path.name + "-shm")
+    writable_dir = os.access(path.parent, os.W_OK | os.X_OK)
+    if _filesystem_read_only(path) or (not shm.exists() and not writable_dir):
+        uri += "&immutable=1"
+    return uri
+
+
 def _utc(text: str) -> datetime:
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
@@ -40,8 +84,9 @@ def _utc(text: str) -> datetime:
 class SqliteReads:
     def __init__(self, path: Path) -> None:
         try:
-            # Read-only: this path never writes, and must not create a missing file.
-            self.connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+            # Read-only: this path never writes, and must not create a missing file
+            # (nor WAL files beside it: the registry may sit on a read-only filesystem).
+            self.connection = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
         except sqlite3.Error as exc:
             raise Unavailable(
                 f"cannot reach the registry database (sqlite:///{path}): {exc}"

@@ -1,0 +1,148 @@
+"""Writers under contention: N threads submit distinct versions of one series at once.
+
+Each writer has its own `Database` (its own engine and connection, as separate
+processes would), waits on a barrier, then submits through `Database.write`. Reports
+errors, duplicate and missing version numbers, whether the audit chain verifies, and
+p50/p99 write latency, as a markdown table, on SQLite and (when
+CAPGATE_TEST_POSTGRES_URL names a role that may create databases) PostgreSQL.
+
+    source /tmp/envrc   # or export CAPGATE_TEST_POSTGRES_URL=postgresql+psycopg://...
+    .venv/bin/python -m benchmarks.registry.bench_contention [--writers 32] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from benchmarks.registry.bench_submissions import EXAMPLE, postgres_database, sqlite_database
+from registry.audit.chain import verify_chain
+from registry.records import service
+from registry.records.documents import load_document, validate_record
+from registry.records.kinds import RecordKind
+from registry.storage.database import Database
+from registry.storage.models import RecordRow
+
+
+@dataclass
+class Outcome:
+    backend: str
+    writes: int
+    errors: int
+    duplicates: int
+    gaps: int
+    chain_ok: bool
+    p50_ms: float
+    p99_ms: float
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def run_round(url: str, writers: int, series: str) -> tuple[int, list[float]]:
+    base = load_document(EXAMPLE)
+    barrier = threading.Barrier(writers)
+
+    def writer(index: int) -> float:
+        database = Database(url)
+        record = validate_record(
+            RecordKind.workload, {**base, "name": series, "description": f"writer {index}"}
+        )
+        database.ensure_schema()
+        barrier.wait()
+        started = time.perf_counter()
+        try:
+            database.write(
+                lambda ctx: service.submit(ctx, kind=RecordKind.workload, record=record),
+                principal=f"writer-{index}",
+            )
+            return time.perf_counter() - started
+        finally:
+            database.engine.dispose()
+
+    errors = 0
+    latencies: list[float] = []
+    with ThreadPoolExecutor(max_workers=writers) as pool:
+        for future in [pool.submit(writer, i) for i in range(writers)]:
+            try:
+                latencies.append(future.result())
+            except Exception as exc:  # counted, not fatal: errors are what is measured
+                errors += 1
+                print(f"  error: {type(exc).__name__}: {exc}")
+    return errors, latencies
+
+
+def measure(backend: str, url: str, writers: int, rounds: int) -> Outcome:
+    errors = duplicates = gaps = 0
+    latencies: list[float] = []
+    for round_index in range(rounds):
+        series = f"contention-{round_index}"
+        failed, taken = run_round(url, writers, series)
+        errors += failed
+        latencies += taken
+        database = Database(url)
+        with database.reading() as session:
+            versions = list(
+                session.scalars(
+                    select(RecordRow.version).where(
+                        RecordRow.kind == RecordKind.workload.value, RecordRow.name == series
+                    )
+                )
+            )
+        database.engine.dispose()
+        duplicates += len(versions) - len(set(versions))
+        gaps += (max(versions, default=0) - len(set(versions))) + (writers - failed - len(versions))
+    database = Database(url)
+    with database.reading() as session:
+        chain_ok = verify_chain(session) == []
+    database.engine.dispose()
+    return Outcome(
+        backend=backend,
+        writes=writers * rounds,
+        errors=errors,
+        duplicates=duplicates,
+        gaps=gaps,
+        chain_ok=chain_ok,
+        p50_ms=1000 * statistics.median(latencies) if latencies else float("nan"),
+        p99_ms=1000 * percentile(latencies, 0.99) if latencies else float("nan"),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writers", type=int, default=32, help="concurrent writers per series")
+    parser.add_argument("--rounds", type=int, default=3, help="series written, one after another")
+    args = parser.parse_args()
+    backends: list[tuple[str, AbstractContextManager[str]]] = [("sqlite", sqlite_database())]
+    admin = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
+    if admin:
+        backends.append(("postgresql", postgres_database(admin)))
+    else:
+        print("CAPGATE_TEST_POSTGRES_URL not set: PostgreSQL skipped")
+    outcomes = []
+    for name, context in backends:
+        with context as url:
+            outcomes.append(measure(name, url, args.writers, args.rounds))
+    print(f"\n{args.writers} writers per series, {args.rounds} series, via Database.write\n")
+    print("| database | writes | errors | duplicates | gaps | audit chain | p50 ms | p99 ms |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|")
+    for o in outcomes:
+        chain = "intact" if o.chain_ok else "BROKEN"
+        print(
+            f"| {o.backend} | {o.writes} | {o.errors} | {o.duplicates} | {o.gaps} | {chain} "
+            f"| {o.p50_ms:.1f} | {o.p99_ms:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
