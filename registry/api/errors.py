@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from registry.errors import CapgateError, FieldProblem, InvalidInput
 
@@ -19,6 +20,16 @@ def error_body(exc: CapgateError) -> dict[str, object]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Routing's own answers (unknown path 404, wrong method 405) in the one error shape.
+        names = {404: "NotFound", 405: "MethodNotAllowed"}
+        return JSONResponse(
+            status_code=exc.status_code,
+            content={"error": names.get(exc.status_code, "HTTPError"), "message": str(exc.detail)},
+            headers=exc.headers,
+        )
+
     @app.exception_handler(CapgateError)
     async def _capgate_error(_request: Request, exc: CapgateError) -> JSONResponse:
         return JSONResponse(status_code=exc.status_code, content=error_body(exc))

@@ -153,3 +153,20 @@ def test_fail_unknown_query_parameter_names_it(client: TestClient) -> None:
     assert problem["loc"] == "outcom"
     assert problem["message"].startswith("not a query parameter of this route (it takes: ")
     assert "outcome" in problem["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "error"),
+    [
+        ("GET", "/nope", 404, "NotFound"),
+        ("DELETE", "/v1/plans", 405, "MethodNotAllowed"),
+        ("POST", "/healthz", 405, "MethodNotAllowed"),
+    ],
+)
+def test_routing_errors_use_the_one_error_shape(
+    client: TestClient, method: str, path: str, status: int, error: str
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == status
+    assert set(response.json()) == {"error", "message"}
+    assert response.json()["error"] == error
