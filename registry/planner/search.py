@@ -45,12 +45,15 @@ with the next lower one failing.
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
+from registry.errors import InvalidInput
 from registry.planner.catalog import ModelShape
 from registry.planner.efficiency import frontend_time
 from registry.planner.memory import MemoryFit, memory_fit
@@ -80,6 +83,26 @@ MAX_SHED_RATE = 0.01
 FLEET_GROUP = 8
 REQUESTS_PER_REPLICA = 1000
 MIN_REQUESTS = 4000
+# Wall time one evaluator (one recomputation or calibration) may spend simulating: the
+# largest plan the schema accepts takes about 11 s on 2 cores, so this only stops work
+# that something else failed to bound. CAPGATE_PLANNER_BUDGET_S overrides it.
+BUDGET_ENV = "CAPGATE_PLANNER_BUDGET_S"
+DEFAULT_BUDGET_S = 300.0
+
+
+class PlannerBudgetExceeded(InvalidInput):
+    """The recomputation ran past its wall-time budget: a 422 / exit 2, never a hang."""
+
+
+def _budget_s() -> float:
+    text = os.environ.get(BUDGET_ENV)
+    try:
+        value = float(text) if text else DEFAULT_BUDGET_S
+    except ValueError:
+        value = DEFAULT_BUDGET_S
+    return value if value > 0 else DEFAULT_BUDGET_S
+
+
 # The largest fleet the replica-count search considers.
 MAX_REPLICAS = MAX_PLAN_REPLICAS  # the search never simulates a fleet no plan may hold
 # Fleet arrivals beyond the pre-drawn stream are drawn in blocks, each from a generator of
@@ -286,6 +309,8 @@ class Evaluator:
         self.per_replica = per_replica
         self.min_requests = min_requests
         self.progress = progress if progress is not None else current()
+        self.budget_s = _budget_s()
+        self._deadline = time.monotonic() + self.budget_s
         self._fleet = {
             cls.name: _FleetArrivals(self.streams[cls.name], cls.arrival.interarrival_cv, seed, i)
             for i, cls in enumerate(workload.classes)
@@ -361,6 +386,13 @@ class Evaluator:
         key = (tp, replicas, round(load_factor, 6), limit, clients)
         if key in self._cache:
             return self._cache[key]
+        if time.monotonic() > self._deadline:
+            plural = "s" if replicas != 1 else ""
+            raise PlannerBudgetExceeded(
+                f"the recomputation ran past the planner's budget of {self.budget_s:g} s "
+                f"({BUDGET_ENV}) at TP={tp}, {replicas} replica{plural}: simplify the plan "
+                "or its workload (fewer replicas, classes or scenarios)"
+            )
         k = self.simulated(replicas)
         share = k / replicas
         drawn = sum(len(s.prompt) for s in self.streams.values())
