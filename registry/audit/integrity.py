@@ -37,7 +37,6 @@ Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import weakref
@@ -51,7 +50,6 @@ from registry.audit import rows as R
 from registry.audit.chain import (
     GENESIS,
     ChainWalk,
-    as_utc,
     event_at,
     events_after,
     events_at,
@@ -60,7 +58,7 @@ from registry.audit.chain import (
     parsed_payload,
     walk,
 )
-from registry.digest import content_digest, sha256_digest
+from registry.digest import content_digest
 from registry.errors import Tampered
 from registry.storage.models import (
     AuditEventRow,
@@ -77,8 +75,6 @@ if TYPE_CHECKING:
 
 # A process re-walks the whole chain at least this often (seconds); see the module text.
 FULL_REWALK_S = 600.0
-
-_PINNED = re.compile(r"^(?P<name>.+)@v(?P<version>[1-9][0-9]*)$")
 
 
 @dataclass(frozen=True)
@@ -100,7 +96,6 @@ class Ledger:
     # (table, subject) -> keys: records by "kind/name", the others by SUBJECT_FIELDS.
     subjects: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     series: dict[str, set[str]] = field(default_factory=dict)  # kind -> names
-    versions: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # Problems in what the events say (not in their hashes): see `take`.
     problems: list[str] = field(default_factory=list)
 
@@ -120,7 +115,6 @@ class Ledger:
 
     def take(self, event: AuditEventRow, payload: dict[str, Any]) -> None:
         entries = payload.get(R.ROWS_KEY)
-        tables: set[str] = set()
         if entries is not None and not isinstance(entries, list):
             self.problems.append(f"event {event.seq}: its row entries cannot be read")
             entries = None
@@ -128,10 +122,7 @@ class Ledger:
             if not _is_entry(item):
                 self.problems.append(f"event {event.seq}: a row entry cannot be read")
                 continue
-            tables.add(item["table"])
             self._add(event.seq, item["table"], item["key"], item["digest"], item["fields"])
-        if event.action == "waiver.approve" and R.WAIVER_APPROVALS not in tables:
-            self._derive_approval(event, payload)
 
     def _add(self, seq: int, table: str, key: str, digest: str, fields: dict[str, Any]) -> None:
         earlier = self.rows[table].get(key)
@@ -144,46 +135,13 @@ class Ledger:
             return
         self.rows[table][key] = Recorded(seq=seq, digest=digest)
         if table == R.RECORDS:
-            kind, name, version = fields.get("kind"), fields.get("name"), fields.get("version")
-            if isinstance(kind, str) and isinstance(name, str) and isinstance(version, int):
+            kind, name = fields.get("kind"), fields.get("name")
+            if isinstance(kind, str) and isinstance(name, str):
                 self.subjects.setdefault((table, f"{kind}/{name}"), set()).add(key)
                 self.series.setdefault(kind, set()).add(name)
-                self.versions[(kind, name, version)] = key
         elif table in R.SUBJECT_FIELDS:
             subject = fields.get(R.SUBJECT_FIELDS[table])
             self.subjects.setdefault((table, str(subject)), set()).add(key)
-
-    def _derive_approval(self, event: AuditEventRow, payload: dict[str, Any]) -> None:
-        """A `waiver.approve` event without row entries still says everything its row
-        holds: the waiver version (its ref), who (the event's principal), when (the
-        event's time) and the comment."""
-        fields = approval_fields_from_event(self, event, payload)
-        if fields is None:
-            self.problems.append(
-                f"event {event.seq} approves waiver {payload.get('ref')!r}, which no "
-                "earlier event recorded"
-            )
-            return
-        key = str(fields["waiver_record_id"])
-        self._add(event.seq, R.WAIVER_APPROVALS, key, content_digest(fields), fields)
-
-
-def approval_fields_from_event(
-    ledger: Ledger, event: AuditEventRow, payload: dict[str, Any]
-) -> dict[str, Any] | None:
-    match = _PINNED.match(str(payload.get("ref", "")))
-    if match is None:
-        return None
-    key = ledger.versions.get(("waiver", match["name"], int(match["version"])))
-    if key is None:
-        return None
-    comment = payload.get("comment")
-    return {
-        "waiver_record_id": int(key),
-        "approved_by": event.principal,
-        "approved_at": as_utc(event.at).isoformat(),
-        "comment_sha256": None if comment is None else sha256_digest(str(comment).encode("utf-8")),
-    }
 
 
 def _is_entry(item: Any) -> bool:
@@ -251,8 +209,6 @@ class _Events:
             if _is_entry(item) and item["table"] == table and item["key"] == key:
                 fields: dict[str, Any] = item["fields"]
                 return fields
-        if table == R.WAIVER_APPROVALS and event.action == "waiver.approve":
-            return approval_fields_from_event(self.ledger, event, payload)
         return None
 
 

@@ -176,10 +176,6 @@ def waiver_approval_entry(row: Any) -> dict[str, Any]:
     return entry(WAIVER_APPROVALS, row.waiver_record_id, waiver_approval_fields(row))
 
 
-def row_digest_of_waiver_approval(row: Any) -> str:
-    return content_digest(waiver_approval_fields(row))
-
-
 def recomputation_entry(row: Any) -> dict[str, Any]:
     return entry(RECOMPUTATIONS, row.id, recomputation_fields(row))
 

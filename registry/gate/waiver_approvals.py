@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
+from registry.audit.rows import ROWS_KEY, settle, waiver_approval_entry
 from registry.errors import Conflict, Forbidden
 from registry.records.kinds import RecordKind
 from registry.records.references import pinned
@@ -74,7 +75,7 @@ def approve(ctx: WriteContext, *, ref: str, comment: str | None) -> WaiverApprov
         comment=comment,
     )
     ctx.session.add(row)
-    ctx.session.flush()
+    settle(ctx.session, row)
     done = _view(row, waiver)
     ctx.record_event(
         "waiver.approve",
@@ -84,6 +85,7 @@ def approve(ctx: WriteContext, *, ref: str, comment: str | None) -> WaiverApprov
             "digest": done.digest,
             "requested_by": done.requested_by,
             "comment": comment,
+            ROWS_KEY: [waiver_approval_entry(row)],
         },
     )
     return done
