@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.options import JsonOpt, ServerOpt
-from cli.output import emit_json, emit_table
+from cli.output import emit_json, emit_more, emit_table
 
 if TYPE_CHECKING:
     from cli.backend import Backend
@@ -53,14 +53,23 @@ def list_events(
     ] = None,
     until: Annotated[str | None, typer.Option(help="Events before this instant.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
-    offset: Annotated[int, typer.Option(min=0)] = 0,
+    offset: Annotated[int, typer.Option(min=0, max=10_000)] = 0,
+    cursor: Annotated[
+        str | None, typer.Option(help="Start after this position (a page's next cursor).")
+    ] = None,
+    total: Annotated[bool, typer.Option("--total", help="Count every match.")] = False,
     server: ServerOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Audit events, newest first."""
     from cli.backend import open_backend
 
-    filters: dict[str, object] = {"action": action, "principal": principal}
+    filters: dict[str, object] = {
+        "action": action,
+        "principal": principal,
+        "cursor": cursor,
+        "total": total or None,
+    }
     for name, text in (("since", since), ("until", until)):
         if text is not None:
             filters[name] = _instant(name, text)
@@ -81,6 +90,7 @@ def list_events(
             for e in page.items
         ],
     )
+    emit_more(page.next_cursor, page.total)
 
 
 def _checkpoint_problems(backend: Backend, checkpoint: Checkpoint) -> list[str]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from registry.gate.views import DecisionView
     from registry.planner import PlanRecomputation
     from registry.records.kinds import RecordKind
-    from registry.records.views import Page, RecordView, SeriesView, SubmitResult
+    from registry.records.views import Page, RecordView, SeriesView, SubmitResult, TrailPage
     from registry.sizing.service import RecomputationView
     from registry.storage.database import Database
 
@@ -46,13 +46,13 @@ class Backend(Protocol):
 
     def list_decisions(
         self, filters: dict[str, Any], *, limit: int, offset: int
-    ) -> Page[DecisionView]: ...
+    ) -> TrailPage[DecisionView]: ...
 
     def recheck_all(self) -> RecheckReport: ...
 
     def audit_events(
         self, filters: dict[str, Any], *, limit: int, offset: int
-    ) -> Page[AuditEventView]: ...
+    ) -> TrailPage[AuditEventView]: ...
 
     def audit_verify(self) -> ChainReport: ...
 
@@ -181,7 +181,7 @@ class LocalBackend:
 
     def list_decisions(
         self, filters: dict[str, Any], *, limit: int, offset: int
-    ) -> Page[DecisionView]:
+    ) -> TrailPage[DecisionView]:
         from registry.gate.service import list_decisions
 
         with self.database.reading() as session:
@@ -199,7 +199,7 @@ class LocalBackend:
 
     def audit_events(
         self, filters: dict[str, Any], *, limit: int, offset: int
-    ) -> Page[AuditEventView]:
+    ) -> TrailPage[AuditEventView]:
         from registry.audit.service import list_events
 
         with self.database.reading() as session:
@@ -348,9 +348,9 @@ class RemoteBackend:
 
     def list_decisions(
         self, filters: dict[str, Any], *, limit: int, offset: int
-    ) -> Page[DecisionView]:
+    ) -> TrailPage[DecisionView]:
         from registry.gate.views import DecisionView
-        from registry.records.views import Page
+        from registry.records.views import TrailPage
 
         params = {
             k: (v.isoformat() if hasattr(v, "isoformat") else str(v))
@@ -360,7 +360,7 @@ class RemoteBackend:
         data = self._request(
             "GET", "/v1/decisions", params={**params, "limit": limit, "offset": offset}
         )
-        return Page[DecisionView].model_validate(data)
+        return TrailPage[DecisionView].model_validate(data)
 
     def recheck_all(self) -> RecheckReport:
         from registry.gate.recheck import RecheckReport
@@ -369,9 +369,9 @@ class RemoteBackend:
 
     def audit_events(
         self, filters: dict[str, Any], *, limit: int, offset: int
-    ) -> Page[AuditEventView]:
+    ) -> TrailPage[AuditEventView]:
         from registry.audit.service import AuditEventView
-        from registry.records.views import Page
+        from registry.records.views import TrailPage
 
         params = {
             k: v.isoformat() if hasattr(v, "isoformat") else v
@@ -381,7 +381,7 @@ class RemoteBackend:
         data = self._request(
             "GET", "/v1/audit/events", params={**params, "limit": limit, "offset": offset}
         )
-        return Page[AuditEventView].model_validate(data)
+        return TrailPage[AuditEventView].model_validate(data)
 
     def audit_verify(self) -> ChainReport:
         from registry.audit.service import ChainReport

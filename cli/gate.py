@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli.options import JsonOpt, ServerOpt
-from cli.output import emit_json, emit_table
+from cli.output import emit_json, emit_more, emit_table
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -159,7 +159,11 @@ def list_decisions(
     since: Annotated[datetime | None, typer.Option(help="From this time (ISO 8601).")] = None,
     until: Annotated[datetime | None, typer.Option(help="Before this time (ISO 8601).")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
-    offset: Annotated[int, typer.Option(min=0)] = 0,
+    offset: Annotated[int, typer.Option(min=0, max=10_000)] = 0,
+    cursor: Annotated[
+        str | None, typer.Option(help="Start after this position (a page's next cursor).")
+    ] = None,
+    total: Annotated[bool, typer.Option("--total", help="Count every match.")] = False,
     server: ServerOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -173,6 +177,8 @@ def list_decisions(
         "principal": principal,
         "since": since,
         "until": until,
+        "cursor": cursor,
+        "total": total or None,
     }
     page = open_backend(server).list_decisions(filters, limit=limit, offset=offset)
     if json_out:
@@ -192,6 +198,7 @@ def list_decisions(
             for d in page.items
         ],
     )
+    emit_more(page.next_cursor, page.total)
 
 
 @gate_app.command("recheck")

@@ -112,12 +112,14 @@ def serve(
     # Refuse to start on a database at the wrong schema, with the same one-line message.
     database.check_schema()
     if insecure_local:
-        from registry.api.app import create_app
+        from registry.api.app import create_app, settle_heap
 
         local = Authenticator(local_subject=f"local:{default_principal()}")
+        app = create_app(database, settings, local)
+        settle_heap()
         # capgate's own access line names the principal: uvicorn's would not.
         uvicorn.run(
-            create_app(database, settings, local),
+            app,
             host=host,
             port=port,
             log_level=level,

@@ -30,3 +30,12 @@ def fail(message: str, code: int = 2) -> None:
     """One line on stderr, then exit with `code`."""
     print(f"capgate: error: {message}", file=sys.stderr)
     raise typer.Exit(code)
+
+
+def emit_more(next_cursor: str | None, total: int | None) -> None:
+    """Below a table, on stderr (stdout stays the rows): how many matched, when counted,
+    and how to see the next page."""
+    if total is not None:
+        typer.echo(f"({total} in all)", err=True)
+    if next_cursor:
+        typer.echo(f"(more: --cursor {next_cursor})", err=True)

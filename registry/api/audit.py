@@ -11,8 +11,10 @@ from fastapi import APIRouter, Query
 from pydantic import AwareDatetime
 
 from registry.api.deps import DatabaseDep
+from registry.api.limits import MAX_INT32, NO_NUL
+from registry.api.paging import Cursor, TrailOffset, WithTotal
 from registry.audit.service import AuditEventView, ChainReport, list_events, verify
-from registry.records.views import Page
+from registry.records.views import TrailPage
 
 
 def audit_router() -> APIRouter:
@@ -20,16 +22,17 @@ def audit_router() -> APIRouter:
 
     @router.get(
         "/audit/events",
-        response_model=Page[AuditEventView],
+        response_model=TrailPage[AuditEventView],
         operation_id="audit_events",
         summary="Audit events, newest first",
     )
     def events(
         database: DatabaseDep,
-        action: str | None = None,
-        principal: str | None = None,
+        action: Annotated[str | None, Query(max_length=64, pattern=NO_NUL)] = None,
+        principal: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
         seq: Annotated[
-            int | None, Query(ge=1, description="Only the event with this sequence number.")
+            int | None,
+            Query(ge=1, le=MAX_INT32, description="Only the event with this sequence number."),
         ] = None,
         since: Annotated[
             AwareDatetime | None, Query(description="Events at or after this instant.")
@@ -38,8 +41,10 @@ def audit_router() -> APIRouter:
             AwareDatetime | None, Query(description="Events before this instant.")
         ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> Page[AuditEventView]:
+        offset: TrailOffset = 0,
+        cursor: Cursor = None,
+        total: WithTotal = False,
+    ) -> TrailPage[AuditEventView]:
         with database.reading() as session:
             return list_events(
                 session,
@@ -50,6 +55,8 @@ def audit_router() -> APIRouter:
                 until=until,
                 limit=limit,
                 offset=offset,
+                cursor=cursor,
+                total=total,
             )
 
     @router.get(

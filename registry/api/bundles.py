@@ -27,6 +27,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.limits import Offset
 from registry.digest import sha256_digest
 from registry.errors import FieldProblem, InvalidInput, NotFound
 from registry.policy.bundle import PolicyBundle, load_bundle
@@ -250,7 +251,7 @@ def bundles_router() -> APIRouter:
             str | None, Query(description="Only events this principal sent.")
         ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Offset = 0,
     ) -> Page[DecisionLogView]:
         with database.reading() as session:
             return list_decision_logs(

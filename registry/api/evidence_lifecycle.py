@@ -19,11 +19,11 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.limits import Offset
 from registry.evidence_lifecycle import MAX_PAGE, Withdrawal
 from registry.records.views import Page
 
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-Offset = Annotated[int, Query(ge=0)]
 
 
 class WithdrawRequest(BaseModel):

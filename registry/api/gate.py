@@ -7,16 +7,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from registry.api.deps import DatabaseDep, PrincipalDep
-from registry.api.limits import NO_NUL, Offset, PathText, Seed
+from registry.api.limits import NO_NUL, PathText, Seed
+from registry.api.paging import Cursor, TrailOffset, WithTotal
 from registry.errors import NotFound
 from registry.gate.recheck import RecheckReport, recheck_all
 from registry.gate.service import Engine, check, get_decision, list_decisions
 from registry.gate.views import DecisionView, Outcome
 from registry.planner import PlanRecomputation
-from registry.records.views import Page
+from registry.records.views import TrailPage
 from registry.sizing.draft import size_draft
 from registry.sizing.service import RecomputationView, size_plan
 from registry.staleness.thresholds import load_thresholds
@@ -185,7 +186,7 @@ def gate_router() -> APIRouter:
 
     @router.get(
         "/decisions",
-        response_model=Page[DecisionView],
+        response_model=TrailPage[DecisionView],
         operation_id="list_decisions",
         summary="The audit trail of decisions, newest first, with filters",
     )
@@ -195,11 +196,17 @@ def gate_router() -> APIRouter:
         plan: Annotated[str | None, Query(description="Plan name.", pattern=NO_NUL)] = None,
         outcome: Outcome | None = None,
         principal: Annotated[str | None, Query(pattern=NO_NUL)] = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: Annotated[
+            AwareDatetime | None, Query(description="Decisions at or after this instant.")
+        ] = None,
+        until: Annotated[
+            AwareDatetime | None, Query(description="Decisions before this instant.")
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
-        offset: Offset = 0,
-    ) -> Page[DecisionView]:
+        offset: TrailOffset = 0,
+        cursor: Cursor = None,
+        total: WithTotal = False,
+    ) -> TrailPage[DecisionView]:
         with database.reading() as session:
             return list_decisions(
                 session,
@@ -210,6 +217,8 @@ def gate_router() -> APIRouter:
                 until=until,
                 limit=limit,
                 offset=offset,
+                cursor=cursor,
+                total=total,
                 current_revision=_current_revision(request),
             )
 

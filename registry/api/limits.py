@@ -25,8 +25,10 @@ from registry.records.documents import loads_json
 
 # Offsets beyond this are never a real page and overflow database integers.
 MAX_OFFSET = 1_000_000
+# Integer columns (sequence numbers, seeds) are 32-bit signed on PostgreSQL.
+MAX_INT32 = 2**31 - 1
 # Seeds are 32-bit signed integers wherever they are stored or passed on.
-MAX_SEED = 2**31 - 1
+MAX_SEED = MAX_INT32
 MAX_BODY_BYTES = 8 * 1024 * 1024
 # Routes that read uploads themselves and enforce their own, larger limits.
 OWN_LIMIT_PATH_PREFIXES = ("/v1/evidence/import", "/v1/decision-logs")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from registry.api.app import create_app
+from registry.api.app import create_app, settle_heap
 from registry.auth.authenticator import Authenticator
 from registry.auth.config import AuthConfig
 from registry.settings import Settings
@@ -18,3 +18,4 @@ from registry.storage.database import Database
 _settings = Settings.from_env()
 _auth = AuthConfig.load(Path(_settings.auth_config)) if _settings.auth_config else None
 app = create_app(Database(_settings.database_url), _settings, Authenticator(_auth))
+settle_heap()

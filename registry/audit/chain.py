@@ -49,9 +49,15 @@ def append_event(
     session: Session, *, principal: str, action: str, payload: dict[str, Any], at: datetime
 ) -> AuditEventRow:
     last = session.execute(
-        select(AuditEventRow.seq, AuditEventRow.hash).order_by(AuditEventRow.seq.desc()).limit(1)
+        select(AuditEventRow.seq, AuditEventRow.hash, AuditEventRow.at)
+        .order_by(AuditEventRow.seq.desc())
+        .limit(1)
     ).first()
     seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+    # The chain's order is its instants' order too (listings sort by (at, seq) on an
+    # index): a writer whose clock is behind the last event's stamps that event's instant.
+    if last is not None and as_utc(at) < as_utc(last[2]):
+        at = as_utc(last[2])
     row = AuditEventRow(
         seq=seq,
         at=at,

@@ -267,11 +267,28 @@ def _stored_records(repo: IntegrityRepository, rows: list[Any]) -> dict[str, Sto
     return out
 
 
-def _stored_rows(table: str, rows: Iterable[Any]) -> dict[str, Stored]:
+def _stored_rows(
+    table: str, rows: Iterable[Any], repo: IntegrityRepository | None = None
+) -> dict[str, Stored]:
     out: dict[str, Stored] = {}
+    rows = list(rows)
+    # A decision's plan name is a copy of its plan record's (listing by plan uses it):
+    # not in the audit entry, so checked against the record here.
+    names = (
+        repo.record_names({row.plan_record_id for row in rows})
+        if table == R.DECISIONS and repo is not None and rows
+        else {}
+    )
     for row in rows:
         if table == R.DECISIONS:
-            out[str(row.id)] = Stored(R.decision_fields(row))
+            filed = names.get(row.plan_record_id, row.plan_name)
+            broken = (
+                f"filed under plan {row.plan_name!r} but its plan record is {filed!r} "
+                "(edited in place)"
+                if filed != row.plan_name
+                else None
+            )
+            out[str(row.id)] = Stored(R.decision_fields(row), broken=broken)
         elif table == R.STALENESS:
             out[str(row.id)] = Stored(R.staleness_fields(row))
         elif table == R.WITHDRAWALS:
@@ -331,7 +348,7 @@ def verify_registry(session: Session) -> tuple[Ledger, list[str]]:
         records = _stored_records(repo, repo.records(content=True))
         problems = compare(events, R.RECORDS, records, ledger.rows[R.RECORDS])
         for table, model in _MODELS.items():
-            stored = _stored_rows(table, repo.rows(model))
+            stored = _stored_rows(table, repo.rows(model), repo)
             problems += compare(events, table, stored, ledger.rows[table])
         return problems
 
@@ -480,7 +497,7 @@ def _feed_problems(session: Session, ledger: Ledger, feeds: Feeds) -> list[str]:
         (R.RECOMPUTATIONS, RecomputationRow, RecomputationRow.id, feeds.recomputation_ids),
     ]
     for table, model, column, ids in by_id:
-        stored = _stored_rows(table, repo.rows(model, column, ids) if ids else [])
+        stored = _stored_rows(table, repo.rows(model, column, ids) if ids else [], repo)
         problems += compare(events, table, stored, {str(i) for i in ids})
         checked += [(table, str(i)) for i in ids]
     return problems + _event_problems(session, ledger, checked)

@@ -14,7 +14,8 @@ from registry.audit.chain import as_utc, event_at
 from registry.audit.checkpoint import Checkpoint
 from registry.audit.checkpoint import problems as checkpoint_problems
 from registry.audit.integrity import verify_registry
-from registry.records.views import Page
+from registry.records.views import TrailPage
+from registry.storage import keyset
 from registry.storage.models import AuditEventRow
 
 
@@ -42,6 +43,10 @@ class ChainReport(BaseModel):
     head: str | None
 
 
+# Parametrised once: pydantic builds a class per subscription it has not cached.
+EventPage = TrailPage[AuditEventView]
+
+
 def list_events(
     session: Session,
     *,
@@ -52,21 +57,38 @@ def list_events(
     until: datetime | None = None,
     limit: int = 50,
     offset: int = 0,
-) -> Page[AuditEventView]:
+    cursor: str | None = None,
+    total: bool = False,
+) -> TrailPage[AuditEventView]:
+    """Newest first by (at, seq), which is the chain's order: an event's instant never
+    precedes its predecessor's (registry.audit.chain.append_event). Every filter
+    combination has an index ending in that order (migration 0008)."""
     query = select(AuditEventRow)
     if since is not None:
-        query = query.where(AuditEventRow.at >= since)
+        query = query.where(AuditEventRow.at >= keyset.bound("since", since))
     if until is not None:
-        query = query.where(AuditEventRow.at < until)
+        query = query.where(AuditEventRow.at < keyset.bound("until", until))
     if seq is not None:
         query = query.where(AuditEventRow.seq == seq)
     if action is not None:
         query = query.where(AuditEventRow.action == action)
     if principal is not None:
         query = query.where(AuditEventRow.principal == principal)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(AuditEventRow.seq.desc()).limit(limit).offset(offset))
-    return Page[AuditEventView](
+    counted = None
+    if total:
+        counted = int(session.scalar(select(func.count()).select_from(query.subquery())) or 0)
+    if cursor:
+        position = keyset.decode(cursor, int)
+        query = query.where(keyset.before(AuditEventRow.at, AuditEventRow.seq, position))
+    rows = list(
+        session.scalars(
+            query.order_by(AuditEventRow.at.desc(), AuditEventRow.seq.desc())
+            .limit(limit + 1)
+            .offset(offset)
+        )
+    )
+    page, more = rows[:limit], len(rows) > limit
+    return EventPage(
         items=[
             AuditEventView(
                 seq=row.seq,
@@ -77,11 +99,12 @@ def list_events(
                 prev_hash=row.prev_hash,
                 hash=row.hash,
             )
-            for row in rows
+            for row in page
         ],
-        total=int(total),
+        total=counted,
         limit=limit,
         offset=offset,
+        next_cursor=keyset.encode(page[-1].at, page[-1].seq) if more else None,
     )
 
 

@@ -28,7 +28,7 @@ from registry.audit.chain import as_utc
 from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
 from registry.audit.integrity import Feeds, guard_for
 from registry.audit.rows import ROWS_KEY, decision_entry, settle
-from registry.digest import canonical_json, content_digest
+from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
 from registry.gate.assemble import gate_input
 from registry.gate.context import PlanContext
@@ -36,9 +36,10 @@ from registry.gate.input_document import CalibrationInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.records.references import parse_ref, pinned
-from registry.records.views import Page
+from registry.records.views import TrailPage
 from registry.sizing.service import size_plan
 from registry.staleness.rules import StalenessThresholds
+from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
 from registry.storage.models import DecisionRow, RecordRow
 from registry.storage.repository import GateRepository, IntegrityRepository
@@ -86,19 +87,43 @@ def _stored_input(row: DecisionRow) -> dict[str, Any]:
     """The decision's input document, re-hashed against the input digest it was decided
     on (the stored input also carries the recomputation's digest, outside the digest)."""
     stored: dict[str, Any] = json.loads(row.input)
-    if row.input_digest != "none":
-        document = {k: v for k, v in stored.items() if k != "recomputation_digest"}
-        if content_digest(document) != row.input_digest:
-            raise Tampered(
-                f"stored decision {row.id} was altered: its input does not hash to its "
-                f"input digest {row.input_digest}",
-                details={"table": "decisions", "id": row.id},
-            )
+    if row.input_digest == "none":
+        return stored
+    if sha256_digest(_document_text(row.input, stored).encode()) == row.input_digest:
+        return stored
+    # Not the canonical text the digest was taken over: check the parsed content.
+    document = {k: v for k, v in stored.items() if k != "recomputation_digest"}
+    if content_digest(document) != row.input_digest:
+        raise Tampered(
+            f"stored decision {row.id} was altered: its input does not hash to its "
+            f"input digest {row.input_digest}",
+            details={"table": "decisions", "id": row.id},
+        )
     return stored
+
+
+# Parametrised once: pydantic builds a class per subscription it has not cached.
+DecisionPage = TrailPage[DecisionView]
+
+
+def _document_text(text: str, stored: dict[str, Any]) -> str:
+    """The stored input's text without its `recomputation_digest` member: the canonical
+    text the input digest was taken over, when the row is as written. Hashing it skips
+    re-serialising the document (most of the cost of listing decisions); a text that does
+    not hash right is checked the slow way, so a nested member of the same name that is
+    cut here instead cannot make an intact row look altered."""
+    if "recomputation_digest" not in stored:
+        return text
+    member = '"recomputation_digest":' + json.dumps(stored["recomputation_digest"])
+    for cut in ("," + member, member + ",", member):
+        if cut in text:
+            return text.replace(cut, "", 1)
+    return text
 
 
 def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) -> DecisionView:
     document = _stored_input(row)
+    waivers = json.loads(row.waivers)
     return DecisionView(
         id=row.id,
         plan=pinned(plan.name, plan.version),
@@ -108,8 +133,8 @@ def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) ->
         input_digest=row.input_digest,
         inputs=_input_digests(document),
         violations=json.loads(row.violations),
-        waived=json.loads(row.waivers)["waived"],
-        waivers_used=json.loads(row.waivers)["used"],
+        waived=waivers["waived"],
+        waivers_used=waivers["used"],
         warnings=json.loads(row.warnings),
         error=row.error,
         principal=row.principal,
@@ -277,6 +302,7 @@ def check(
         row = DecisionRow(
             id=str(uuid.uuid4()),
             plan_record_id=context.plan_row_id,
+            plan_name=context.plan_view.name,
             outcome=outcome.value,
             engine=engine.name,
             bundle_revision=revision,
@@ -345,11 +371,13 @@ def list_decisions(
     until: datetime | None = None,
     limit: int = 50,
     offset: int = 0,
+    cursor: str | None = None,
+    total: bool = False,
     current_revision: str | None = None,
-) -> Page[DecisionView]:
+) -> TrailPage[DecisionView]:
     # `plan` is a name (every version) or name@vN (decisions on that version only).
     pinned_version = re.fullmatch(r"(?P<name>.+)@v(?P<version>[1-9][0-9]{0,8})", plan or "")
-    rows, total = GateRepository(session).decisions(
+    rows, counted = GateRepository(session).decisions(
         plan_name=pinned_version["name"] if pinned_version else plan,
         plan_version=int(pinned_version["version"]) if pinned_version else None,
         outcome=outcome.value if outcome else None,
@@ -358,10 +386,14 @@ def list_decisions(
         until=until,
         limit=limit,
         offset=offset,
+        after=keyset.decode(cursor, str) if cursor else None,
+        count=total,
     )
-    return Page[DecisionView](
-        items=[_to_view(d, p, current_revision) for d, p in rows],
-        total=total,
+    page, more = rows[:limit], len(rows) > limit
+    return DecisionPage(
+        items=[_to_view(d, p, current_revision) for d, p in page],
+        total=counted,
         limit=limit,
         offset=offset,
+        next_cursor=keyset.encode(page[-1][0].created_at, page[-1][0].id) if more else None,
     )

@@ -106,6 +106,11 @@ def loads_json(text: str | bytes, *, source: str | None = None) -> Any:
         raise InvalidInput(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", source=source
         ) from None
+    except UnicodeDecodeError as exc:
+        # Bytes that are not UTF-8 (nor the UTF-16/32 json.loads detects) are not JSON.
+        raise InvalidInput(
+            f"not valid JSON: not UTF-8 text (byte {exc.start})", source=source
+        ) from None
     except RecursionError:
         raise InvalidInput(
             f"not valid JSON: nested deeper than {MAX_DEPTH} levels", source=source

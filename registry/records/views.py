@@ -48,3 +48,23 @@ class Page(BaseModel, Generic[T]):
     total: int
     limit: int
     offset: int
+
+
+class TrailPage(BaseModel, Generic[T]):
+    """A page of an audit listing that grows without bound (decisions, audit events).
+
+    Pages follow each other by `next_cursor` (keyset pagination: each page is one index
+    range scan however deep it is); `offset` stays for short skips. `total` is counted
+    only when asked for, since counting is the one step that grows with the trail.
+    """
+
+    items: list[T]
+    limit: int
+    offset: int
+    total: int | None = Field(
+        default=None, description="Every match, counted only when the request asks (total=true)."
+    )
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as `cursor` for the next page; absent on the last page.",
+    )

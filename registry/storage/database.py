@@ -18,6 +18,9 @@ Reads never take the write lock: on SQLite they begin deferred transactions, whi
 in WAL mode neither block writers nor wait for them. A SQLite registry whose file,
 directory or filesystem is not writable (or whose URL asks for `mode=ro`) is opened
 read-only: it can be read, and every write is refused with one `Unavailable` line.
+A file that stops being writable under a running process (its filesystem remounted
+read-only) is reopened read-only when a connection fails on it, and writable again
+once it is.
 """
 
 from __future__ import annotations
@@ -139,8 +142,14 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self.read_only_reason: str | None = None
+        # A SQLite file that stopped being writable under this running process (its
+        # filesystem remounted read-only, say) is reopened read-only, and writable again
+        # once it is: only then, never when read-only was asked for or found at start.
+        self._path: Path | None = None
+        self._turned_read_only = False
         if self.is_sqlite:
             path, detected = _sqlite_settings(url)
+            self._path = path
             if read_only is None:
                 read_only = detected
             if read_only:
@@ -151,11 +160,44 @@ class Database:
             if read_only:
                 self.read_only_reason = "it was opened read-only"
             self.engine = create_engine(url, pool_pre_ping=True)
+        self._make_sessions()
+        self._schema_ok = False
+
+    def _make_sessions(self) -> None:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(
             self.engine.execution_options(**{_READER: True}), expire_on_commit=False
         )
-        self._schema_ok = False
+
+    def _reopen(self, reason: str | None) -> None:
+        """Swap in an engine for the file as it now is (in-flight sessions keep theirs)."""
+        old = self.engine
+        self.engine = _sqlite_engine(self.url, read_only=reason is not None, path=self._path)
+        self.read_only_reason = reason
+        self._turned_read_only = reason is not None
+        self._make_sessions()
+        old.dispose()
+
+    def _reopen_if_turned_read_only(self) -> bool:
+        """After a failure: was it a SQLite file that can no longer be written? Then
+        reopen it read-only (reads go on) and say so."""
+        if self._path is None or self.read_only_reason is not None:
+            return False
+        reason = sqlite_read_only_reason(self._path)
+        if reason is None:
+            return False
+        log.warning("the registry database %s turned read-only (%s)", self._where(), reason)
+        self._reopen(reason)
+        return True
+
+    def _reopen_if_writable_again(self) -> None:
+        if (
+            self._turned_read_only
+            and self._path is not None
+            and sqlite_read_only_reason(self._path) is None
+        ):
+            log.warning("the registry database %s is writable again", self._where())
+            self._reopen(None)
 
     @property
     def read_only(self) -> bool:
@@ -163,8 +205,18 @@ class Database:
 
     def check_schema(self) -> None:
         """Raise unless the database is reachable and at exactly this code's schema."""
+        self._reopen_if_writable_again()
+        with self._unavailable_guard():
+            try:
+                self._check_schema()
+            except OperationalError:
+                if not self._reopen_if_turned_read_only():
+                    raise
+                self._check_schema()
+
+    def _check_schema(self) -> None:
         reader = self.engine.execution_options(**{_READER: True})
-        with self._unavailable_guard(), reader.connect() as connection:
+        with reader.connect() as connection:
             ensure_current(connection)
 
     def ensure_schema(self) -> None:
@@ -181,20 +233,43 @@ class Database:
         try:
             yield
         except OperationalError as exc:
-            raise Unavailable(
-                f"cannot reach the registry database ({self._where()}): "
-                f"{str(exc.orig).strip().splitlines()[0] if exc.orig else exc}"
-            ) from None
+            if self._reopen_if_turned_read_only():
+                self._refuse_if_read_only()  # a write found it: refused by name
+            cause = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            # The database answered, but has no room: say so, not "cannot reach".
+            full = "disk is full" in cause or "could not extend file" in cause
+            what = (
+                "the registry database is out of space"
+                if full
+                else "cannot reach the registry database"
+            )
+            raise Unavailable(f"{what} ({self._where()}): {cause}") from None
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
         """A read-only session; whatever it did is rolled back. Takes no write lock."""
         self.ensure_schema()
-        with self._unavailable_guard(), self._read_sessions() as session:
+        with self._unavailable_guard():
+            session = self._read_sessions()
+            try:
+                session.connection()  # open it now: a file that turned read-only shows here
+            except BaseException as exc:
+                session.close()
+                if not isinstance(exc, OperationalError) or not self._reopen_if_turned_read_only():
+                    raise
+                session = self._read_sessions()
+        with self._unavailable_guard(), session:
             try:
                 yield session
             finally:
                 session.rollback()
+
+    def _refuse_if_read_only(self) -> None:
+        if self.read_only_reason is not None:
+            raise Unavailable(
+                f"the registry database ({self._where()}) is read-only "
+                f"({self.read_only_reason}): writes are refused"
+            )
 
     def _take_write_lock(self, session: Session) -> None:
         """Serialise writers (SQLite's BEGIN IMMEDIATE already did, on the first use)."""
@@ -211,11 +286,8 @@ class Database:
         """Run `work` in one transaction with its audit events; commit or leave nothing."""
         from registry.audit.chain import append_event
 
-        if self.read_only_reason is not None:
-            raise Unavailable(
-                f"the registry database ({self._where()}) is read-only "
-                f"({self.read_only_reason}): writes are refused"
-            )
+        self._reopen_if_writable_again()
+        self._refuse_if_read_only()
         self.ensure_schema()
         clock = now or (lambda: datetime.now(UTC))
         deadline = time.monotonic() + WRITE_RETRY_SECONDS

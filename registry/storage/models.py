@@ -72,6 +72,20 @@ class RecordRefRow(Base):
     target_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
 
 
+# The equality filters each listing offers, in every combination (see the indexes).
+AUDIT_EVENT_FILTERS: tuple[tuple[str, ...], ...] = (
+    (),
+    ("action",),
+    ("principal",),
+    ("action", "principal"),
+)
+DECISION_FILTERS: tuple[tuple[str, ...], ...] = tuple(
+    (*subject, *rest)
+    for subject in ((), ("plan_name",), ("plan_record_id",))
+    for rest in ((), ("outcome",), ("principal",), ("outcome", "principal"))
+)
+
+
 class AuditEventRow(Base):
     """Hash-chained audit trail: each event's hash covers the previous event's hash."""
 
@@ -86,6 +100,14 @@ class AuditEventRow(Base):
     payload: Mapped[str] = mapped_column(Text)
     prev_hash: Mapped[str] = mapped_column(String(71))
     hash: Mapped[str] = mapped_column(String(71), unique=True)
+
+    # Listing is newest first by (at, seq), filtered by any of action and principal and a
+    # time range: one index per filter combination ends in the order, so a page is one
+    # index range scan at any trail size (migration 0008).
+    __table_args__ = tuple(
+        Index(f"ix_audit_events_{'_'.join(cols) or 'all'}_at", *cols, "at", "seq")
+        for cols in AUDIT_EVENT_FILTERS
+    )
 
 
 class RecomputationRow(Base):
@@ -125,7 +147,11 @@ class DecisionRow(Base):
     __tablename__ = "decisions"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    plan_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    plan_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
+    # The plan record's name, copied so that listing by plan needs no join (a join
+    # cannot walk one index in decision order across a plan's versions). `audit verify`
+    # checks it against the record.
+    plan_name: Mapped[str] = mapped_column(String(128))
     outcome: Mapped[str] = mapped_column(String(8))
     engine: Mapped[str] = mapped_column(String(32))
     bundle_revision: Mapped[str] = mapped_column(String(71))
@@ -137,7 +163,15 @@ class DecisionRow(Base):
     warnings: Mapped[str] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     principal: Mapped[str] = mapped_column(String(256))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    # Newest first by (created_at, id) under any combination of the API's filters: plan
+    # name or plan version (its record id), outcome, principal, and a time range. One
+    # index per combination, each ending in the order (migration 0008).
+    __table_args__ = tuple(
+        Index(f"ix_decisions_{'_'.join(cols) or 'all'}_at", *cols, "created_at", "id")
+        for cols in DECISION_FILTERS
+    )
 
 
 class StalenessRow(Base):

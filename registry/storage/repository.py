@@ -10,6 +10,8 @@ from sqlalchemy import JSON, ColumnElement, and_, cast, exists, func, or_, selec
 from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 from sqlalchemy.orm.util import AliasedClass
 
+from registry.storage.keyset import before as keyset_before
+from registry.storage.keyset import bound
 from registry.storage.models import (
     Base,
     DecisionRow,
@@ -220,29 +222,54 @@ class GateRepository:
         limit: int,
         offset: int,
         plan_version: int | None = None,
-    ) -> tuple[list[tuple[DecisionRow, RecordRow]], int]:
-        query = select(DecisionRow, RecordRow).join(
-            RecordRow, RecordRow.id == DecisionRow.plan_record_id
-        )
-        if plan_name is not None:
-            query = query.where(RecordRow.name == plan_name)
-        if plan_version is not None:
-            query = query.where(RecordRow.version == plan_version)
+        after: tuple[datetime, str] | None = None,
+        count: bool = False,
+    ) -> tuple[list[tuple[DecisionRow, RecordRow]], int | None]:
+        """Newest first by (created_at, id), `limit` + 1 rows so the caller knows whether
+        a next page exists. Every filter combination has an index ending in that order
+        (migration 0008): a page is one range scan. `count` adds the total."""
+        query = select(DecisionRow)
+        if plan_name is not None and plan_version is not None:
+            # name@vN is one record: filter on its id, as the index does.
+            record_id = self.session.scalar(
+                select(RecordRow.id).where(
+                    RecordRow.kind == "plan",
+                    RecordRow.name == plan_name,
+                    RecordRow.version == plan_version,
+                )
+            )
+            query = query.where(DecisionRow.plan_record_id == (record_id or -1))
+        elif plan_name is not None:
+            query = query.where(DecisionRow.plan_name == plan_name)
         if outcome is not None:
             query = query.where(DecisionRow.outcome == outcome)
         if principal is not None:
             query = query.where(DecisionRow.principal == principal)
         if since is not None:
-            query = query.where(DecisionRow.created_at >= since)
+            query = query.where(DecisionRow.created_at >= bound("since", since))
         if until is not None:
-            query = query.where(DecisionRow.created_at < until)
-        total = self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
-        rows = self.session.execute(
-            query.order_by(DecisionRow.created_at.desc(), DecisionRow.id)
-            .limit(limit)
-            .offset(offset)
-        ).all()
-        return [(d, r) for d, r in rows], int(total)
+            query = query.where(DecisionRow.created_at < bound("until", until))
+        total = None
+        if count:
+            total = int(
+                self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
+            )
+        if after is not None:
+            query = query.where(keyset_before(DecisionRow.created_at, DecisionRow.id, after))
+        decisions = list(
+            self.session.scalars(
+                query.order_by(DecisionRow.created_at.desc(), DecisionRow.id.desc())
+                .limit(limit + 1)
+                .offset(offset)
+            )
+        )
+        plans = {
+            row.id: row
+            for row in self.session.scalars(
+                select(RecordRow).where(RecordRow.id.in_({d.plan_record_id for d in decisions}))
+            )
+        }
+        return [(d, plans[d.plan_record_id]) for d in decisions], total
 
     def latest_decision_per_plan(self) -> list[tuple[DecisionRow, RecordRow]]:
         """The newest non-error decision for each plan name: the plans still in use."""
@@ -533,6 +560,17 @@ class IntegrityRepository:
         out: dict[int, list[str]] = {}
         for record_id, digest in rows:
             out.setdefault(record_id, []).append(digest)
+        return out
+
+    def record_names(self, ids: Iterable[int] | None = None) -> dict[int, str]:
+        """Each record's name by id (all, or these ids)."""
+        query = select(RecordRow.id, RecordRow.name)
+        if ids is None:
+            return {id_: name for id_, name in self.session.execute(query)}
+        out: dict[int, str] = {}
+        for chunk in _chunks(ids):
+            rows = self.session.execute(query.where(RecordRow.id.in_(chunk)))
+            out.update((id_, name) for id_, name in rows)
         return out
 
     def rows(

@@ -36,7 +36,12 @@ def test_events_list_every_write_newest_first(client: TestClient) -> None:
     ]
     assert page["items"][0]["prev_hash"] == page["items"][1]["hash"]
     only = client.get("/v1/audit/events", params={"action": "workload.submit"}).json()
-    assert only["total"] == 1
+    assert (only["total"], only["next_cursor"]) == (None, None)  # counted when asked
+    assert len(only["items"]) == 1
+    counted = client.get(
+        "/v1/audit/events", params={"action": "workload.submit", "total": "true"}
+    ).json()
+    assert counted["total"] == 1
     assert client.get("/v1/audit/verify").json() == {
         "events": 3,
         "intact": True,
@@ -78,7 +83,9 @@ def test_events_between_since_and_until(client: TestClient) -> None:
     assert [e["seq"] for e in after["items"]] == [every[0]["seq"]]
     before = client.get("/v1/audit/events", params={"until": last}).json()
     assert every[0]["seq"] not in [e["seq"] for e in before["items"]]
-    assert client.get("/v1/audit/events", params={"since": first}).json()["total"] == len(every)
+    assert client.get("/v1/audit/events", params={"since": first, "total": "true"}).json()[
+        "total"
+    ] == len(every)
     naive = client.get("/v1/audit/events", params={"since": "2026-12-01T00:00:00"})
     assert naive.status_code == 422
     assert naive.json()["problems"][0]["loc"] == "since"

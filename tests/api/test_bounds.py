@@ -38,7 +38,16 @@ def raw_post(client: TestClient, url: str, text: str) -> object:
 # 1. query and path integers, NUL bytes
 
 
-@pytest.mark.parametrize("url", ["/v1/workloads", "/v1/decisions", "/v1/workloads/x/versions"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/v1/workloads",
+        "/v1/decisions",
+        "/v1/workloads/x/versions",
+        "/v1/decision-logs",
+        "/v1/evidence/withdrawals",
+    ],
+)
 @pytest.mark.parametrize("offset", [MAX_OFFSET + 1, 2**63, 10**30])
 def test_offset_out_of_range_is_422_naming_offset(client: TestClient, url: str, offset: int):
     response = client.get(url, params={"offset": offset})
@@ -156,6 +165,16 @@ def test_deeply_nested_body_is_422(client: TestClient, depth: int):
     assert "nested" in json.dumps(response.json())  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("body", [b"\x08\x0f\xa0\xa1", b'{"name": "\xff"}', b"o\xc3\xbf)\xff"])
+@pytest.mark.parametrize("url", ["/v1/workloads", "/v1/tokens", "/v1/waivers/x/approvals"])
+def test_body_not_utf8_is_422_not_500(client: TestClient, url: str, body: bytes):
+    # Found by the schemathesis fuzzer (test_fuzz_schemathesis.py): json.loads raised
+    # UnicodeDecodeError, not JSONDecodeError, and the body check answered 500.
+    response = client.post(url, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "not UTF-8" in response.json()["message"]
+
+
 # 4. canonical JSON
 
 
@@ -208,3 +227,15 @@ def test_bounds_are_in_openapi(client: TestClient):
     listing = spec["paths"]["/v1/workloads"]["get"]["parameters"]
     offset = next(p for p in listing if p["name"] == "offset")
     assert offset["schema"]["maximum"] == MAX_OFFSET
+
+
+def test_broken_multipart_form_is_422_naming_the_body(client: TestClient):
+    """Found by the fuzzer: the form parser's 400 was an undocumented status."""
+    boundary = "deec87236b025663cd381d32af6eca03"
+    response = client.post(
+        "/v1/evidence/import",
+        content=f"--{boundary}\r\n[{{'x': None}}]--{boundary}--\r\n".encode(),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    assert response.status_code == 422, response.text
+    assert problem_locs(response) == ["body"]

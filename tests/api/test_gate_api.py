@@ -80,7 +80,7 @@ def test_gate_check_then_audit_queries(client: TestClient) -> None:
         "/v1/decisions", params={"plan": "chat-assistant-prod", "outcome": "allow"}
     ).json()
     assert [d["id"] for d in listed["items"]] == [decision["id"]]
-    assert client.get("/v1/decisions", params={"outcome": "deny"}).json()["total"] == 0
+    assert client.get("/v1/decisions", params={"outcome": "deny"}).json()["items"] == []
 
 
 def test_recomputation_is_stored_and_reused(client: TestClient) -> None:

@@ -330,6 +330,16 @@ def test_9_decision_flipped_from_deny_to_allow(
     assert all(f"decisions {denied.id}: differs from event {seq}" in m for m in messages)
 
 
+def test_9b_decision_refiled_under_another_plan(registered: Database, denied: DecisionView) -> None:
+    """A deny hidden from whoever lists the plan's decisions: the listing's copy of the
+    plan name is edited, the decision itself left intact."""
+    sql(registered, "UPDATE decisions SET plan_name = 'elsewhere' WHERE id = :d", d=denied.id)
+    assert problems(registered) == [
+        f"decisions {denied.id}: filed under plan 'elsewhere' but its plan record is "
+        "'chat-assistant-prod' (edited in place)"
+    ]
+
+
 def test_10_staleness_row_deleted(
     registered: Database, allowed: DecisionView, fresh_process: Database, engine: EmbeddedEngine
 ) -> None:

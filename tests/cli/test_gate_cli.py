@@ -452,3 +452,21 @@ def test_json_is_format_json_and_conflicts_with_other_formats(env: dict[str, str
     # A usage error decides nothing: no decision is stored for it.
     listed = json.loads(capgate("gate", "list", "--json", env=env).stdout)
     assert len(listed["items"]) == 3
+
+
+def test_list_pages_by_cursor_and_counts_when_asked(env: dict[str, str]) -> None:
+    for _ in range(2):
+        assert capgate("gate", "check", "chat-assistant-prod", env=env).returncode == 0
+    first = capgate("gate", "list", "--limit", "1", "--total", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "(2 in all)" in first.stderr
+    cursor = first.stderr.split("(more: --cursor ")[1].split(")")[0]
+    second = capgate("gate", "list", "--limit", "1", "--cursor", cursor, env=env)
+    assert second.returncode == 0 and "more:" not in second.stderr
+    ids = [result.stdout.splitlines()[1].split()[0] for result in (first, second)]
+    assert len(set(ids)) == 2
+    events = capgate("audit", "list", "--limit", "2", "--json", env=env)
+    page = json.loads(events.stdout)
+    assert page["total"] is None and len(page["items"]) == 2 and page["next_cursor"]
+    bad = capgate("audit", "list", "--cursor", "garbage", env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") <= 3 and "cursor" in bad.stderr

@@ -287,10 +287,14 @@ def test_decisions_filter_and_paginate(registered: Database, engine: EmbeddedEng
     second = gate(registered, engine)
     with registered.reading() as session:
         denies = list_decisions(session, outcome=Outcome.deny)
-        newest = list_decisions(session, limit=1)
+        newest = list_decisions(session, limit=1, total=True)
+        rest = list_decisions(session, limit=1, cursor=newest.next_cursor)
         by_bot = list_decisions(session, principal="release-bot")
     assert [d.id for d in denies.items] == [second.id]
-    assert newest.total == 2 and len(newest.items) == 1
+    # Both decisions share one instant here: the cursor still walks each exactly once.
+    assert newest.total == 2 and len(newest.items) == 1 and newest.next_cursor
+    assert {d.id for d in newest.items + rest.items} == {first.id, second.id}
+    assert rest.next_cursor is None and rest.total is None
     assert {d.id for d in by_bot.items} == {first.id, second.id}
     assert first.inputs["plan"]["ref"] == "chat-assistant-prod@v1"
 

@@ -1,0 +1,47 @@
+"""A stored decision input is checked against its digest on every read: by hashing its
+text (fast) and, when that does not match, by its parsed content (as before)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from registry.digest import canonical_json, content_digest
+from registry.errors import Tampered
+from registry.gate.service import _stored_input
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def row(document: dict[str, Any], *, text: str | None = None) -> Any:
+    stored = {**document, "recomputation_digest": DIGEST}
+    return SimpleNamespace(
+        id="d1", input=text or canonical_json(stored), input_digest=content_digest(document)
+    )
+
+
+def test_intact_input_reads_back() -> None:
+    document = {"plan": {"ref": "p@v1"}, "zones": [1, 2]}
+    assert _stored_input(row(document)) == {**document, "recomputation_digest": DIGEST}
+
+
+def test_a_nested_member_of_the_same_name_does_not_make_it_look_altered() -> None:
+    """The nested member sorts first, so the text cut takes it: the slow path decides."""
+    document = {"a": {"recomputation_digest": DIGEST}, "z": 1}
+    assert _stored_input(row(document))["a"] == {"recomputation_digest": DIGEST}
+
+
+def test_input_that_is_not_canonical_text_but_intact_reads_back() -> None:
+    document = {"b": 1, "a": 2}
+    text = '{"b": 1, "a": 2, "recomputation_digest": "' + DIGEST + '"}'
+    assert _stored_input(row(document, text=text))["a"] == 2
+
+
+def test_fail_altered_input_is_refused() -> None:
+    document = {"outcome_inputs": {"replicas": 9}}
+    altered = row(document)
+    altered.input = altered.input.replace("9", "3")
+    with pytest.raises(Tampered, match="its input does not hash to its input digest"):
+        _stored_input(altered)
