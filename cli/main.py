@@ -14,6 +14,7 @@ from cli.db import db_app
 from cli.evidence_cmds import extend_evidence, extend_workload
 from cli.evidence_lifecycle import extend_lifecycle
 from cli.gate import gate_app, size
+from cli.manifests import from_manifests
 from cli.records import record_commands
 from cli.tokens import token_app
 from cli.waivers import extend_waivers
@@ -50,6 +51,7 @@ extend_waivers(waiver_app)
 app.add_typer(waiver_app, name="waiver")
 plan_app = record_commands("plan", "Capacity plans: replicas, serving config, admission, drain.")
 plan_app.command("size")(size)
+plan_app.command("from-manifests")(from_manifests)
 app.add_typer(plan_app, name="plan")
 app.add_typer(gate_app, name="gate")
 app.add_typer(audit_app, name="audit")

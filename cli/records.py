@@ -12,7 +12,7 @@ from cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
     from registry.records.kinds import RecordKind
-    from registry.records.views import Page, SeriesView
+    from registry.records.views import Page, SeriesView, SubmitResult
 
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=500, help="Page size.")]
 OffsetOpt = Annotated[int, typer.Option("--offset", min=0, max=1_000_000, help="Items to skip.")]
@@ -32,6 +32,14 @@ def emit_series(page: Page[SeriesView]) -> None:
             for s in page.items
         ],
     )
+
+
+def submit_line(result: SubmitResult) -> str:
+    """What a submission made: the version, its digest, and whether it is new."""
+    state = "created" if result.created else "unchanged, existing version"
+    if result.created and result.record.reverts:
+        state += f", revert of {result.record.reverts}"
+    return f"{result.record.ref}  {result.record.digest}  ({state})"
 
 
 def _kind(value: str) -> RecordKind:
@@ -60,10 +68,7 @@ def record_commands(kind_value: str, help_text: str, *, list_command: bool = Tru
         if json_out:
             emit_json(result)
             return
-        state = "created" if result.created else "unchanged, existing version"
-        if result.created and result.record.reverts:
-            state += f", revert of {result.record.reverts}"
-        typer.echo(f"{result.record.ref}  {result.record.digest}  ({state})")
+        typer.echo(submit_line(result))
 
     @group.command("show")
     def show(

@@ -227,3 +227,9 @@ def validate_record(kind: RecordKind, data: Any, *, source: str | None = None) -
 
 def read_record(kind: RecordKind, path: Path) -> Metadata:
     return validate_record(kind, load_document(path), source=str(path))
+
+
+# The same rules for multi-document manifests (registry.manifests), which keep each
+# value's line and so compose documents themselves.
+StrictYamlLoader = _PlainLoader
+yaml_node_problems = _yaml_duplicates

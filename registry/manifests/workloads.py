@@ -1,0 +1,204 @@
+"""The serving workloads: Deployments, StatefulSets, LeaderWorkerSets and KServe
+InferenceServices whose pods run vLLM, read into one shape."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from registry.manifests.loading import Manifest, Node, Where
+from registry.manifests.pods import accelerators
+from registry.manifests.vllm_args import VllmCommand, vllm_command
+
+APPS = "apps"
+LWS = "leaderworkerset.x-k8s.io"
+KSERVE = "serving.kserve.io"
+WORKLOAD_KINDS = {
+    (APPS, "Deployment"),
+    (APPS, "StatefulSet"),
+    (LWS, "LeaderWorkerSet"),
+    (KSERVE, "InferenceService"),
+}
+
+
+@dataclass(frozen=True)
+class ServingWorkload:
+    manifest: Manifest
+    replicas: int  # serving replicas: pods, or LWS groups
+    replicas_at: Where
+    replicas_stated: bool  # False when Kubernetes' default (1) applies
+    pod: Node  # the pod spec that runs vLLM (the leader's, for an LWS)
+    labels: dict[str, str]  # that pod's labels, which PDBs select
+    vllm: VllmCommand
+    gpus_per_replica: int
+    gpus_at: Where | None
+    rollout_max_unavailable: tuple[int, Where] | None
+
+    @property
+    def ref(self) -> tuple[str, str]:
+        return self.manifest.kind, self.manifest.name
+
+
+def scaled(node: Node, total: int, *, round_up: bool) -> int:
+    """An IntOrString count of ``total``: 2, or "25%" rounded as Kubernetes rounds it."""
+    value = node.value
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if not text.endswith("%") or not text[:-1].isdigit():
+        node.fail(f"must be an integer or a percentage like '25%', not {value!r}")
+    exact = int(text[:-1]) * total / 100
+    return math.ceil(exact) if round_up else math.floor(exact)
+
+
+def _replicas(spec: Node, key: str = "replicas") -> tuple[int, Where, bool]:
+    node = spec.integer(key)
+    if node is None:
+        return 1, spec.where, False
+    if node.value < 0:
+        node.fail("must not be negative")
+    return node.value, node.where, True
+
+
+def _labels(template: Node) -> dict[str, str]:
+    metadata = template.mapping("metadata")
+    labels = metadata.mapping("labels") if metadata else None
+    return {key: str(node.value) for key, node in labels.entries()} if labels else {}
+
+
+def _template_pod(spec: Node, key: str) -> tuple[Node, dict[str, str]]:
+    template = spec.mapping(key)
+    if template is None:
+        spec.fail(f"{key} is required")
+    pod = template.mapping("spec")
+    if pod is None:
+        template.fail("spec is required")
+    return pod, _labels(template)
+
+
+def _containers(pod: Node) -> list[Node]:
+    containers = pod.items("containers")
+    for container in containers:
+        if not isinstance(container.value, dict):
+            container.fail("must be a mapping (a container)")
+    return containers
+
+
+def _vllm(
+    manifest: Manifest, containers: list[Node], *, entrypoint_is_vllm: bool = False
+) -> VllmCommand | None:
+    commands = [vllm_command(c, entrypoint_is_vllm=entrypoint_is_vllm) for c in containers]
+    running = [c for c in commands if c is not None]
+    if len(running) > 1:
+        running[1].container.fail(f"{manifest.title} runs vLLM in more than one container")
+    return running[0] if running else None
+
+
+def _rolling(
+    strategy: Node | None,
+    replicas: int,
+    default: int | str,
+    where: Where,
+    update: str,
+    notes: list[str],
+) -> tuple[int, Where] | None:
+    """maxUnavailable of a rolling update (Kubernetes rounds a percentage down); all
+    replicas for Recreate; None for OnDelete, which never replaces pods by itself."""
+    kind = strategy.string("type") if strategy else None
+    if kind is not None and kind.value == "Recreate":
+        return replicas, kind.where
+    if kind is not None and kind.value == "OnDelete":
+        return None
+    rolling = strategy.mapping(update) if strategy else None
+    node = rolling.int_or_string("maxUnavailable") if rolling else None
+    if node is None:
+        notes.append(f"{where}: no rollout maxUnavailable; Kubernetes' default ({default}) is used")
+        if isinstance(default, int):
+            return default, where
+        return math.floor(int(default[:-1]) * replicas / 100), where
+    return scaled(node, replicas, round_up=False), node.where
+
+
+def read_workload(manifest: Manifest, notes: list[str]) -> ServingWorkload | None:
+    """The serving workload this manifest declares, None if its pods do not run vLLM."""
+    group, kind = manifest.api_group, manifest.kind
+    spec = manifest.root.mapping("spec")
+    if spec is None:
+        manifest.root.fail(f"{kind} needs a spec")
+    if kind in ("Deployment", "StatefulSet") and group == APPS:
+        replicas, at, stated = _replicas(spec)
+        pod, labels = _template_pod(spec, "template")
+        containers = _containers(pod)
+        if kind == "Deployment":
+            rollout = _rolling(
+                spec.mapping("strategy"), replicas, "25%", spec.where, "rollingUpdate", notes
+            )
+        else:
+            rollout = _rolling(
+                spec.mapping("updateStrategy"), replicas, 1, spec.where, "rollingUpdate", notes
+            )
+        command = _vllm(manifest, containers)
+        gpus, gpus_node = accelerators(containers, notes)
+    elif kind == "LeaderWorkerSet" and group == LWS:
+        # One serving replica is a group: a leader running the vLLM server and size - 1
+        # workers running its Ray workers.
+        replicas, at, stated = _replicas(spec)
+        template = spec.mapping("leaderWorkerTemplate")
+        if template is None:
+            spec.fail("leaderWorkerTemplate is required")
+        size_node = template.integer("size")
+        size = 1 if size_node is None else size_node.value
+        if size < 1:
+            (size_node or template).fail("size must be at least 1")
+        worker_pod, worker_labels = _template_pod(template, "workerTemplate")
+        if template.mapping("leaderTemplate") is not None:
+            pod, labels = _template_pod(template, "leaderTemplate")
+        else:
+            pod, labels = worker_pod, worker_labels
+        containers = _containers(pod)
+        command = _vllm(manifest, containers)
+        leader_gpus, gpus_node = accelerators(containers, notes)
+        worker_gpus, worker_node = accelerators(_containers(worker_pod), notes)
+        gpus = leader_gpus + (size - 1) * worker_gpus
+        gpus_node = gpus_node or worker_node
+        strategy = spec.mapping("rolloutStrategy")
+        rollout = _rolling(strategy, replicas, 1, spec.where, "rollingUpdateConfiguration", notes)
+    elif kind == "InferenceService" and group == KSERVE:
+        predictor = spec.mapping("predictor")
+        if predictor is None:
+            spec.fail("predictor is required")
+        # A predictor is a pod spec with KServe's fields inline.
+        pod = predictor
+        min_replicas = pod.integer("minReplicas")
+        replicas = 1 if min_replicas is None else min_replicas.value
+        at = (min_replicas or pod).where
+        stated = min_replicas is not None
+        labels = {}
+        model = pod.mapping("model")
+        if model is not None:
+            # KServe's huggingface runtime serves generative models with vLLM; the
+            # model block is its container.
+            containers = [model]
+            command = _vllm(manifest, containers, entrypoint_is_vllm=True)
+        else:
+            containers = _containers(pod)
+            command = _vllm(manifest, containers)
+        gpus, gpus_node = accelerators(containers, notes)
+        rollout = None
+    else:
+        return None
+    if command is None:
+        notes.append(f"{manifest.file}: {manifest.title} runs no vLLM server; ignored")
+        return None
+    return ServingWorkload(
+        manifest=manifest,
+        replicas=replicas,
+        replicas_at=at,
+        replicas_stated=stated,
+        pod=pod,
+        labels=labels,
+        vllm=command,
+        gpus_per_replica=gpus,
+        gpus_at=gpus_node.where if gpus_node else None,
+        rollout_max_unavailable=rollout,
+    )

@@ -1,0 +1,107 @@
+"""Replicas per zone from where the manifests let the scheduler put each pod.
+
+A workload's zones are those its pods are required to run in (node affinity ``In`` on
+topology.kubernetes.io/zone, or a nodeSelector on it). One zone takes every replica; several
+zones share them only under a hard spread (topologySpreadConstraints on the zone key,
+``whenUnsatisfiable: DoNotSchedule``), and then evenly: the scheduler keeps zones within
+maxSkew of each other but which zone gets a remainder is its choice, not the manifests'.
+"""
+
+from __future__ import annotations
+
+from registry.manifests.loading import Node, Where
+from registry.manifests.workloads import ServingWorkload
+
+ZONE_KEYS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+
+
+class ZonesUnknown(Exception):
+    """The manifests do not determine replicas per zone; the message says why."""
+
+
+def _affinity_zones(pod: Node) -> list[Node] | None:
+    affinity = pod.mapping("affinity")
+    node_affinity = affinity.mapping("nodeAffinity") if affinity else None
+    required = (
+        node_affinity.mapping("requiredDuringSchedulingIgnoredDuringExecution")
+        if node_affinity
+        else None
+    )
+    if required is None:
+        return None
+    zones: list[Node] = []
+    for term in required.items("nodeSelectorTerms"):
+        # Terms are alternatives: the pods are pinned only if every term names zones.
+        term_zones = [
+            value
+            for expression in term.items("matchExpressions")
+            if (key := expression.string("key")) is not None and key.value in ZONE_KEYS
+            if (op := expression.string("operator")) is not None and op.value == "In"
+            for value in expression.strings("values")
+        ]
+        if not term_zones:
+            return None
+        zones.extend(term_zones)
+    return zones or None
+
+
+def workload_zones(pod: Node) -> list[Node] | None:
+    """The zone names a pod may run in, each with where it is written; None if any zone."""
+    selector = pod.mapping("nodeSelector")
+    if selector is not None:
+        for key in ZONE_KEYS:
+            pinned = selector.string(key)
+            if pinned is not None:
+                return [pinned]
+    zones = _affinity_zones(pod)
+    if zones is None:
+        return None
+    unique: dict[str, Node] = {}
+    for zone in zones:
+        unique.setdefault(zone.value, zone)
+    return list(unique.values())
+
+
+def _hard_spread(pod: Node) -> Node | None:
+    for constraint in pod.items("topologySpreadConstraints"):
+        key = constraint.string("topologyKey")
+        when = constraint.string("whenUnsatisfiable")
+        hard = when is not None and when.value == "DoNotSchedule"
+        if key is not None and key.value in ZONE_KEYS and hard:
+            return constraint
+    return None
+
+
+def replicas_per_zone(
+    workloads: list[ServingWorkload],
+) -> tuple[dict[str, int], dict[str, Where]]:
+    """Replicas in each zone, summed over the workloads, and where each zone is named."""
+    counts: dict[str, int] = {}
+    sources: dict[str, Where] = {}
+    for workload in workloads:
+        title = f"{workload.manifest.file}: {workload.manifest.title}"
+        zones = workload_zones(workload.pod)
+        if zones is None:
+            raise ZonesUnknown(
+                f"{title} does not pin its pods to zones (no required node affinity or "
+                "nodeSelector on topology.kubernetes.io/zone)"
+            )
+        share = workload.replicas
+        if len(zones) > 1:
+            spread = _hard_spread(workload.pod)
+            if spread is None:
+                raise ZonesUnknown(
+                    f"{title} may run in {len(zones)} zones but does not spread over them "
+                    "(no topologySpreadConstraints on topology.kubernetes.io/zone with "
+                    "whenUnsatisfiable: DoNotSchedule)"
+                )
+            if workload.replicas % len(zones):
+                raise ZonesUnknown(
+                    f"{title}: {workload.replicas} replicas do not spread evenly over "
+                    f"{len(zones)} zones; which zone gets more is the scheduler's choice"
+                )
+            share = workload.replicas // len(zones)
+        for zone in zones:
+            counts[zone.value] = counts.get(zone.value, 0) + share
+            sources.setdefault(zone.value, zone.where)
+    return counts, sources

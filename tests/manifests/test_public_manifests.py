@@ -1,0 +1,72 @@
+"""Public vLLM manifests, read as published (never copied here).
+
+Each file is looked for under ../shared/fixtures/manifests/ beside the repository (see the
+table below for where each comes from); a test whose file is absent is skipped. None of
+these pins zones, so the overlay places the replicas, as a user of them would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from registry.manifests import plan_from_manifests
+from tests.manifests.helpers import MINIMAL_OVERLAY, PROVIDER, WORKLOAD
+
+FIXTURES = Path(__file__).parents[2] / ".." / "shared" / "fixtures" / "manifests"
+
+# file -> (source, zone placement for the overlay, plan fields expected from the manifests)
+PUBLIC: dict[str, tuple[str, dict[str, int], dict[str, Any]]] = {
+    "lws-vllm-gpu.yaml": (
+        "kubernetes-sigs/lws docs/examples/vllm/GPU/lws.yaml "
+        "@53bce0dc165dc21e98e355b612a5f783e992845f",
+        {"z": 2},
+        {
+            "parallelism": {"tensor_parallel": 8, "gpus_per_replica": 16},
+            "warmup.readiness_requires_model_loaded": True,
+            "drain.rollout_max_unavailable": 1,
+        },
+    ),
+    "gaie-vllm-gpu-deployment.yaml": (
+        "kubernetes-sigs/gateway-api-inference-extension config/manifests/vllm/"
+        "gpu-deployment.yaml @dbf4439ed5b8974decca1c290729d6b5ddb2a1f3",
+        {"z": 3},
+        {
+            "serving.max_num_seqs": 1024,  # written --max-num-seq, an abbreviation
+            "drain.termination_grace_period_s": 130,
+            "drain.pre_stop": {"sleep_s": 30, "wait_for_idle": False},
+            "warmup.startup_probe_budget_s": 602,  # 2 + 600 x 1
+            "drain.rollout_max_unavailable": 0,  # 25% of 3, rounded down
+        },
+    ),
+    "gke-vllm-gemma-3-1b-it.yaml": (
+        "GoogleCloudPlatform/kubernetes-engine-samples ai-ml/llm-serving-gemma/vllm/"
+        "vllm-3-1b-it.yaml @2d03964a5a44d0261c94df8fb7513125a7a5109b",
+        {"z": 1},
+        {"parallelism": {"tensor_parallel": 1, "gpus_per_replica": 1}},
+    ),
+}
+
+
+def _get(document: dict[str, Any], field: str) -> Any:
+    value: Any = document
+    for part in field.split("."):
+        value = value[part]
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_public_manifest(name: str, tmp_path: Path) -> None:
+    source, zones, expected = PUBLIC[name]
+    path = FIXTURES / name
+    if not path.is_file():
+        pytest.skip(f"{path} absent (from {source})")
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({**MINIMAL_OVERLAY, "replicas_per_zone": zones}))
+    result = plan_from_manifests([str(path)], overlay=overlay, workload=WORKLOAD, provider=PROVIDER)
+    for field, value in expected.items():
+        assert _get(result.document, field) == value, field
+    assert any(note.startswith("runtime: ") for note in result.notes)
