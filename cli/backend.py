@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from registry.audit.service import AuditEventView, ChainReport
     from registry.gate.recheck import RecheckReport
     from registry.gate.views import DecisionView
+    from registry.manifests.consistency import StatedManifests
     from registry.planner import PlanRecomputation
     from registry.records.kinds import RecordKind
     from registry.records.views import Page, RecordView, SeriesView, SubmitResult, TrailPage
@@ -40,7 +41,7 @@ class Backend(Protocol):
         self, document: dict[str, Any], *, source: str, seed: int
     ) -> PlanRecomputation: ...
 
-    def gate_check(self, ref: str) -> DecisionView: ...
+    def gate_check(self, ref: str, manifests: StatedManifests | None = None) -> DecisionView: ...
 
     def get_decision(self, decision_id: str) -> DecisionView: ...
 
@@ -158,7 +159,7 @@ class LocalBackend:
             exc.source = exc.source or source
             raise
 
-    def gate_check(self, ref: str) -> DecisionView:
+    def gate_check(self, ref: str, manifests: StatedManifests | None = None) -> DecisionView:
         from registry.gate.service import check
 
         now, limits = self._now_and_limits()
@@ -171,6 +172,7 @@ class LocalBackend:
             principal=self.principal,
             limits=limits,
             now=now,
+            manifests=manifests,
         )
 
     def get_decision(self, decision_id: str) -> DecisionView:
@@ -334,12 +336,13 @@ class RemoteBackend:
         )
         return PlanRecomputation.model_validate(data)
 
-    def gate_check(self, ref: str) -> DecisionView:
+    def gate_check(self, ref: str, manifests: StatedManifests | None = None) -> DecisionView:
         from registry.gate.views import DecisionView
 
-        return DecisionView.model_validate(
-            self._request("POST", "/v1/gate/checks", json={"plan": ref})
-        )
+        body: dict[str, Any] = {"plan": ref}
+        if manifests is not None:
+            body["manifests"] = manifests.model_dump(mode="json")
+        return DecisionView.model_validate(self._request("POST", "/v1/gate/checks", json=body))
 
     def get_decision(self, decision_id: str) -> DecisionView:
         from registry.gate.views import DecisionView

@@ -83,6 +83,15 @@ def check(
             "point at (capgate does not know where a plan came from).",
         ),
     ] = None,
+    manifests: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--manifests",
+            help="Kubernetes manifests that ship the plan (files, folders or - for stdin; "
+            "repeatable): every plan field they state must agree with the plan, or the "
+            "manifests_consistent policy denies it, naming file and line.",
+        ),
+    ] = None,
     server: ServerOpt = None,
 ) -> None:
     """Evaluate every policy on PLAN, store the decision and exit with its code."""
@@ -94,9 +103,16 @@ def check(
     chosen = Format.json if json_out else output_format or Format.text
     if plan_file is not None and chosen not in (Format.github, Format.sarif):
         fail("--plan-file is for --format github or sarif")
+    stated = None
+    if manifests:
+        from registry.manifests.consistency import stated_fields
+
+        # Read here, where the files are, and before anything is asked of the registry:
+        # a manifest that cannot be read is an error (exit 2) and no decision is stored.
+        stated = stated_fields(manifests)
     backend = open_backend(server)
     with _planner_progress(backend, terminal_only=True):
-        decision = backend.gate_check(plan)
+        decision = backend.gate_check(plan, stated)
     _write(_render(decision, chosen, plan_file), output)
     if output is not None or chosen is not Format.text:
         # Pipelines read one line on stderr whatever the report's format or destination.

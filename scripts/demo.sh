@@ -33,6 +33,6 @@ capgate evidence import --workload chat-assistant --provider llama31-8b-h100-vll
 echo "== recompute the plan from its workload (chart: out/chat-assistant-prod.png)"
 capgate plan size chat-assistant-prod --chart out/chat-assistant-prod.png
 
-echo "== the release gate (exit 0 allow, 1 deny, 2 error)"
-capgate gate check chat-assistant-prod --format junit --output out/gate.xml
-capgate gate check chat-assistant-prod
+echo "== the release gate (exit 0 allow, 1 deny, 2 error), against the manifests that ship"
+capgate gate check chat-assistant-prod --manifests "$example/k8s" --format junit --output out/gate.xml
+capgate gate check chat-assistant-prod --manifests "$example/k8s"

@@ -13,6 +13,7 @@ import data.capgate.policies.distributions_measured
 import data.capgate.policies.drain_configured
 import data.capgate.policies.evidence_fresh
 import data.capgate.policies.load_test_coverage
+import data.capgate.policies.manifests_consistent
 import data.capgate.policies.memory_fit
 import data.capgate.policies.partitioning_justified
 import data.capgate.policies.reserve_explicit
@@ -23,7 +24,7 @@ import data.capgate.policies.warm_replica_exclusion
 # METADATA
 # title: violations
 # description: The union of every policy's violations.
-violations := (((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations) | memory_fit.violations
+violations := ((((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations) | memory_fit.violations) | manifests_consistent.violations
 
 # METADATA
 # title: notes

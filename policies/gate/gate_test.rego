@@ -20,6 +20,7 @@ test_success_allow_without_violations if {
 		with data.capgate.policies.retries_bounded.violations as set()
 		with data.capgate.policies.evidence_fresh.violations as set()
 		with data.capgate.policies.partitioning_justified.violations as set()
+		with data.capgate.policies.manifests_consistent.violations as set()
 }
 
 test_fail_union_of_every_policy if {
@@ -36,6 +37,7 @@ test_fail_union_of_every_policy if {
 		with data.capgate.policies.retries_bounded.violations as {_v("retries_bounded")}
 		with data.capgate.policies.evidence_fresh.violations as set()
 		with data.capgate.policies.partitioning_justified.violations as {_v("partitioning_justified")}
+		with data.capgate.policies.manifests_consistent.violations as set()
 }
 
 test_fail_malformed_input_leaves_decision_undefined if {

@@ -16,6 +16,7 @@ from registry.errors import NotFound
 from registry.gate.recheck import RecheckReport, recheck_all
 from registry.gate.service import Engine, check, get_decision, list_decisions
 from registry.gate.views import DecisionView, Outcome
+from registry.manifests.consistency import StatedManifests
 from registry.planner import PlanRecomputation
 from registry.records.views import TrailPage
 from registry.sizing.draft import size_draft
@@ -25,6 +26,13 @@ from registry.staleness.thresholds import load_thresholds
 
 class CheckRequest(BaseModel):
     plan: str
+    manifests: StatedManifests | None = Field(
+        default=None,
+        description="The plan fields the manifests that ship state, each with its file, "
+        "document and line (`capgate gate check --manifests` reads them). Compared with "
+        "the plan version decided on: a field they contradict is a violation of "
+        "manifests_consistent.",
+    )
 
 
 class DecisionInput(BaseModel):
@@ -86,6 +94,7 @@ def gate_router() -> APIRouter:
             principal=principal,
             limits=load_thresholds(),
             now=datetime.now(UTC),
+            manifests=body.manifests,
         )
 
     @router.post(

@@ -15,6 +15,8 @@ from registry.gate.input_document import (
     EvidenceFindings,
     EvidenceInput,
     GateInput,
+    ManifestDiscrepancyInput,
+    ManifestsInput,
     MeasuredFlags,
     MemoryInput,
     PlanInput,
@@ -25,6 +27,7 @@ from registry.gate.input_document import (
     WorkloadClassInput,
     WorkloadInput,
 )
+from registry.manifests.consistency import StatedManifests, discrepancies
 from registry.planner.result import PlanRecomputation
 from registry.planner.sampling import quantile_of
 from registry.records.common import Basis, Distribution
@@ -380,13 +383,28 @@ def recomputation_input(
     )
 
 
+def manifests_input(plan: dict[str, Any], stated: StatedManifests | None) -> ManifestsInput:
+    """The manifests section: what the manifests given with the check state against
+    ``plan`` (the plan version's content, as validated)."""
+    if stated is None:
+        return ManifestsInput(checked=False, discrepancies=[])
+    return ManifestsInput(
+        checked=True,
+        discrepancies=[
+            ManifestDiscrepancyInput(**found.model_dump()) for found in discrepancies(plan, stated)
+        ],
+    )
+
+
 def gate_input(
     context: PlanContext,
     result: PlanRecomputation,
     previous_calibration: tuple[str, CalibrationInput] | None = None,
+    manifests: StatedManifests | None = None,
 ) -> GateInput:
     """The input document; ``previous_calibration`` is (decision id, calibration) of the
-    plan's previous decision, when it had one."""
+    plan's previous decision, when it had one; ``manifests`` the fields the manifests
+    given with the check state, compared here with the plan version decided on."""
     plan, workload, provider = context.plan, context.workload, context.provider
     dump: dict[str, Any] = plan.model_dump(mode="json")
     return GateInput(
@@ -427,4 +445,5 @@ def gate_input(
         ),
         evidence=[_evidence(item, context) for item in context.evidence],
         recomputation=recomputation_input(result, context, previous_calibration),
+        manifests=manifests_input(dump, manifests),
     )

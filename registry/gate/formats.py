@@ -3,7 +3,9 @@
 Both say what each finding is with the same id, ``policy.rule``; warnings that are not a
 policy's note (waivers not applied or expiring, stale evidence) are ``gate.warning``, and
 an evaluation that failed is ``gate.error`` (``gate`` is the bundle's entry point, never a
-policy id). Neither knows which file a plan came from: a caller that does passes it.
+policy id). Neither knows which file a plan came from: a caller that does passes it. A
+violation whose details name a ``file`` and ``line`` (manifests_consistent: the manifest
+that contradicts the plan) is located there instead, where the fix is made.
 """
 
 from __future__ import annotations
@@ -58,8 +60,28 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(kind: str, title: str, message: str, plan_file: str | None) -> str:
-    properties = [f"file={escape_property(plan_file)}"] if plan_file else []
+def _source(violation: dict[str, Any]) -> tuple[str, int] | None:
+    """The file and line a violation's details point at, when they name both."""
+    details = violation.get("details")
+    if not isinstance(details, dict):
+        return None
+    file, line = details.get("file"), details.get("line")
+    if isinstance(file, str) and file and isinstance(line, int) and not isinstance(line, bool):
+        return file, line
+    return None
+
+
+def _command(
+    kind: str,
+    title: str,
+    message: str,
+    plan_file: str | None,
+    source: tuple[str, int] | None = None,
+) -> str:
+    if source is not None:
+        properties = [f"file={escape_property(source[0])}", f"line={source[1]}"]
+    else:
+        properties = [f"file={escape_property(plan_file)}"] if plan_file else []
     properties.append(f"title={escape_property(title)}")
     return f"::{kind} {','.join(properties)}::{escape_data(message)}"
 
@@ -84,6 +106,7 @@ def render_github(decision: DecisionView, *, plan_file: str | None = None) -> st
                 f"capgate {_rule_id(violation)}",
                 str(violation.get("message")),
                 plan_file,
+                _source(violation),
             )
         )
     for warning in decision.warnings:
@@ -97,6 +120,7 @@ def render_github(decision: DecisionView, *, plan_file: str | None = None) -> st
                 f"capgate {_rule_id(violation)} waived",
                 f"{violation.get('message')} ({_waiver_text(violation)})",
                 plan_file,
+                _source(violation),
             )
         )
     if decision.outcome is Outcome.allow:
@@ -119,14 +143,19 @@ def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str
     results: list[dict[str, Any]] = []
 
     def add(
-        rule_id: str, level: str, message: str, properties: dict[str, Any], **extra: Any
+        rule_id: str,
+        level: str,
+        message: str,
+        properties: dict[str, Any],
+        source: tuple[str, int] | None = None,
+        **extra: Any,
     ) -> None:
         results.append(
             {
                 "ruleId": rule_id,
                 "level": level,
                 "message": {"text": message},
-                "locations": locations,
+                "locations": locations if source is None else _located(decision.plan, source),
                 **extra,
                 "properties": {**common, **properties},
             }
@@ -135,7 +164,13 @@ def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str
     if decision.outcome is Outcome.error:
         add(ERROR_RULE, "error", decision.error or "error", {})
     for violation in decision.violations:
-        add(_rule_id(violation), "error", str(violation.get("message")), _numbers(violation))
+        add(
+            _rule_id(violation),
+            "error",
+            str(violation.get("message")),
+            _numbers(violation),
+            _source(violation),
+        )
     for warning in decision.warnings:
         rule_id, message = _warning_finding(warning)
         add(rule_id, "warning", message, {})
@@ -150,6 +185,7 @@ def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str
                 "waiver_owner": violation.get("waiver_owner"),
                 "waiver_expires_at": violation.get("waiver_expires_at"),
             },
+            _source(violation),
             suppressions=[
                 {"kind": "external", "status": "accepted", "justification": _waiver_text(violation)}
             ],
@@ -195,6 +231,19 @@ def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str
         ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False)
+
+
+def _located(plan: str, source: tuple[str, int]) -> list[dict[str, Any]]:
+    """A result located at a file and line (a manifest), still naming the plan."""
+    return [
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": source[0]},
+                "region": {"startLine": source[1]},
+            },
+            "logicalLocations": [{"name": plan, "kind": "resource"}],
+        }
+    ]
 
 
 def _numbers(violation: dict[str, Any]) -> dict[str, Any]:

@@ -321,12 +321,39 @@ class RecomputationInput(_Doc):
     )
 
 
+# ---- manifests ------------------------------------------------------------------
+
+
+class ManifestDiscrepancyInput(_Doc):
+    """A plan field the manifests state with another value than the plan's."""
+
+    field: str = Field(description="Dotted plan field (drain.termination_grace_period_s).")
+    plan: Any = Field(description="The plan version's value (null when it has none).")
+    manifests: Any = Field(description="The value the manifests state.")
+    file: str = Field(description="The manifest file, as the client named it.")
+    document: int = Field(description="The YAML document within the file (0-based).")
+    line: int = Field(description="The line the value is written on (1-based).")
+
+
+class ManifestsInput(_Doc):
+    checked: bool = Field(description="Manifests were given with the check.")
+    discrepancies: list[ManifestDiscrepancyInput] = Field(
+        description="Fields the manifests state that disagree with the plan; empty when "
+        "not checked."
+    )
+
+
 class GateInput(_Doc):
     plan: PlanInput
     workload: WorkloadInput
     provider: ProviderInput
     evidence: list[EvidenceInput]
     recomputation: RecomputationInput
+    # A default, so decisions stored before manifests were compared still validate.
+    manifests: ManifestsInput = Field(
+        default_factory=lambda: ManifestsInput(checked=False, discrepancies=[]),
+        description="The manifests given with the check, compared with the plan.",
+    )
 
 
 def input_json_schema() -> dict[str, Any]:

@@ -35,6 +35,7 @@ from registry.gate.context import PlanContext
 from registry.gate.input_document import CalibrationInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
+from registry.manifests.consistency import StatedManifests
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
 from registry.sizing.service import size_plan
@@ -215,8 +216,13 @@ def check(
     principal: str,
     limits: StalenessThresholds,
     now: datetime | None = None,
+    manifests: StatedManifests | None = None,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
+
+    ``manifests``: the plan fields the manifests that ship state (read by the client);
+    they are compared with the plan version decided on, and the manifests_consistent
+    policy denies a plan they contradict.
 
     Raises Tampered, storing nothing, when the registry fails its integrity check.
     """
@@ -260,7 +266,9 @@ def check(
     revision = "unknown"
     notes: list[str] = []
     try:
-        document = gate_input(context, sized.view.result, previous).model_dump(mode="json")
+        document = gate_input(context, sized.view.result, previous, manifests).model_dump(
+            mode="json"
+        )
     except ValidationError as exc:
         error = f"the gate input does not match its schema: {exc.errors()[0]['msg']}"
     if error is None:

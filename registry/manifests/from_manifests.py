@@ -88,10 +88,18 @@ def _workload_fields(workload: ServingWorkload, notes: list[str]) -> Fields:
     return fields
 
 
-def _zones(workloads: list[ServingWorkload], overlay: dict[str, Any], notes: list[str]) -> Fields:
+def _zones(
+    workloads: list[ServingWorkload],
+    overlay: dict[str, Any] | None,
+    notes: list[str],
+) -> Fields:
     try:
         counts, where = replicas_per_zone(workloads)
     except ZonesUnknown as exc:
+        if overlay is None:
+            # Only comparing what the manifests state: they state no zones, nothing to compare.
+            notes.append(f"replicas_per_zone not stated: {exc}")
+            return {}
         given = overlay.get("replicas_per_zone")
         if not isinstance(given, dict):
             raise InvalidInput(
@@ -128,9 +136,11 @@ def _replicas(workload: ServingWorkload, hpas: list[Manifest], notes: list[str])
     return replace(workload, replicas=floor.value, replicas_at=floor.where, replicas_stated=True)
 
 
-def _manifest_fields(
-    manifests: list[Manifest], overlay: dict[str, Any], notes: list[str]
+def manifest_fields(
+    manifests: list[Manifest], overlay: dict[str, Any] | None, notes: list[str]
 ) -> Fields:
+    """The plan fields the manifests state, each with its source. ``overlay`` None: no
+    plan is being built, so zones the manifests leave unknown are just not stated."""
     workloads: list[ServingWorkload] = []
     hpas: list[Manifest] = []
     pdbs: list[Manifest] = []
@@ -207,7 +217,7 @@ def plan_from_manifests(
     overlay_document = load_document(overlay) if overlay is not None else {}
     manifests, skipped = load_manifests(paths, skip=[overlay] if overlay else [])
     notes.extend(skipped)
-    fields = _manifest_fields(manifests, overlay_document, notes)
+    fields = manifest_fields(manifests, overlay_document, notes)
     # Per-zone sources are reported; the plan field itself is the whole map.
     plan_fields = {k: v for k, v in fields.items() if not k.startswith("replicas_per_zone.")}
     document = merge(plan_fields, overlay_document, notes)

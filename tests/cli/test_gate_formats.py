@@ -313,3 +313,41 @@ def test_text_lists_every_warning() -> None:
     lines = render_text(DENY).splitlines()
     assert f"  warning: {NOTE}" in lines
     assert f"  warning: {STALE}" in lines
+
+
+MANIFEST_DENY = decision(
+    violations=[
+        violation(
+            "manifests_consistent",
+            "manifest_contradicts_plan",
+            "drain.termination_grace_period_s is 300 in the plan but 30 in k8s/deploy.yaml:30",
+            field="drain.termination_grace_period_s",
+            plan=300,
+            manifests=30,
+            file="k8s/deploy.yaml",
+            line=30,
+        ),
+        violation("drain_configured", "grace_too_short", "grace 30 s", grace_s=30),
+    ]
+)
+
+
+def test_github_locates_a_manifest_violation_at_its_file_and_line() -> None:
+    first, second = render_github(MANIFEST_DENY, plan_file="deploy/plan.yaml").splitlines()
+    assert first.startswith(
+        "::error file=k8s/deploy.yaml,line=30,title=capgate manifests_consistent."
+    )
+    assert second.startswith("::error file=deploy/plan.yaml,title=capgate drain_configured.")
+
+
+def test_sarif_locates_a_manifest_violation_at_its_file_and_line() -> None:
+    log = json.loads(render_sarif(MANIFEST_DENY, plan_file="deploy/plan.yaml"))
+    check_sarif(log)
+    located, other = log["runs"][0]["results"]
+    assert located["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "k8s/deploy.yaml"},
+        "region": {"startLine": 30},
+    }
+    assert other["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "deploy/plan.yaml"}
+    }

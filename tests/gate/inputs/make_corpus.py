@@ -504,6 +504,56 @@ def warm_replica_exclusion__measured_warmup_longer(doc: Doc) -> list[str]:
     return ["warm_replica_exclusion/measured_warmup_exceeds_stated"]
 
 
+def manifests_consistent__drifted(doc: Doc) -> list[str]:
+    """The manifests that ship run 4 replicas in us-east1-b, give pods 30 s to drain, scale
+    on running requests and turn prefix caching off; the plan decided on places 3 there,
+    drains for 300 s, scales on waiting requests and caches prefixes."""
+    doc["manifests"] = {
+        "checked": True,
+        "discrepancies": [
+            {
+                "field": "autoscaling.metric",
+                "plan": "vllm:num_requests_waiting",
+                "manifests": "vllm:num_requests_running",
+                "file": "k8s/hpa.yaml",
+                "document": 0,
+                "line": 16,
+            },
+            {
+                "field": "drain.termination_grace_period_s",
+                "plan": 300,
+                "manifests": 30,
+                "file": "k8s/deployment.yaml",
+                "document": 0,
+                "line": 30,
+            },
+            {
+                "field": "serving.enable_prefix_caching",
+                "plan": True,
+                "manifests": False,
+                "file": "k8s/deployment.yaml",
+                "document": 0,
+                "line": 67,
+            },
+            {
+                "field": "replicas_per_zone.us-east1-b",
+                "plan": 3,
+                "manifests": 4,
+                "file": "k8s/deployment.yaml",
+                "document": 0,
+                "line": 13,
+            },
+        ],
+    }
+    return ["manifests_consistent/manifest_contradicts_plan"]
+
+
+def compliant__manifests_agree(doc: Doc) -> list[str]:
+    """Manifests were given with the check and state nothing the plan does not."""
+    doc["manifests"] = {"checked": True, "discrepancies": []}
+    return []
+
+
 CASES: list[Callable[[Doc], list[str]]] = [
     tail_slo__evidence_missed_at_peak,
     tail_slo__no_evidence_at_peak,
@@ -550,6 +600,8 @@ CASES: list[Callable[[Doc], list[str]]] = [
     warm_replica_exclusion__measured_warmup_longer,
     compliant__measured_warmup_within_stated,
     compliant__errors_within_the_maximum,
+    manifests_consistent__drifted,
+    compliant__manifests_agree,
 ]
 
 

@@ -1,0 +1,145 @@
+"""Do the manifests that ship agree with the plan the gate decides on?
+
+The client reads the manifests (they are its files) and sends the plan fields they state,
+each with its file, document and line (`stated_fields`). The server compares them with
+the plan version it decides on (`discrepancies`), so the comparison is made against the
+exact content the decision rests on, never against a copy the client holds. Only what
+the manifests state is compared: admission, retries, the reserve and claims are not in
+manifests, and a manifest set that leaves a plan field unstated contradicts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from registry.manifests.from_manifests import manifest_fields
+from registry.manifests.loading import Where, load_manifests
+
+# Sections manifests can state (see from_manifests); anything else is not compared.
+SECTIONS = ("replicas_per_zone", "parallelism", "serving", "autoscaling", "drain", "warmup")
+ZONES = "replicas_per_zone"
+# One plan's manifests state a few dozen fields (plus one per zone): this is far above
+# that and keeps a request, and the decision input it becomes, small.
+MAX_FIELDS = 300
+MAX_TEXT = 1024
+
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT, pattern=r"^[^\x00]*$")]
+FieldName = Annotated[
+    str,
+    StringConstraints(
+        max_length=256,
+        pattern=rf"^({'|'.join(SECTIONS)})\.[^\x00]+$",
+    ),
+]
+# A stated value is a scalar: maps (replicas_per_zone) are sent one key at a time.
+Scalar = bool | int | float | Text | None
+
+
+class StatedField(BaseModel):
+    """One field the manifests state: its value and where it is written."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: Scalar
+    file: Text
+    document: int = Field(ge=0, le=2**31 - 1)
+    line: int = Field(ge=1, le=2**31 - 1)
+
+
+class StatedManifests(BaseModel):
+    """What a gate check's client read from the manifests: dotted plan field -> source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fields: dict[FieldName, StatedField] = Field(max_length=MAX_FIELDS)
+
+
+class Discrepancy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    plan: Any
+    manifests: Any
+    file: str
+    document: int
+    line: int
+
+
+def stated_fields(paths: Sequence[str]) -> StatedManifests:
+    """The plan fields the manifests under ``paths`` state, with their sources.
+
+    Raises InvalidInput naming file, document and line for a manifest that cannot be
+    read, as `plan from-manifests` does; needs no overlay.
+    """
+    manifests, _ = load_manifests(paths)
+    fields = manifest_fields(manifests, None, [])
+    stated: dict[str, StatedField] = {}
+    for name, (value, where) in sorted(fields.items()):
+        if isinstance(value, dict | list):
+            continue  # the whole replicas_per_zone map: its zones are stated one by one
+        stated[name] = _stated(value, where)
+    return StatedManifests.model_validate({"fields": stated})
+
+
+def _stated(value: Any, where: Where) -> StatedField:
+    return StatedField(value=value, file=where.file, document=where.document, line=where.line)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def same(plan: Any, manifests: Any) -> bool:
+    """Equal as the plan means them: 9 and 9.0 are one number; true is never 1."""
+    if _number(plan) and _number(manifests):
+        return float(plan) == float(manifests)
+    if isinstance(plan, bool) or isinstance(manifests, bool):
+        return plan is manifests
+    return bool(plan == manifests)
+
+
+def _at(plan: dict[str, Any], name: str) -> Any:
+    section, _, rest = name.partition(".")
+    value = plan.get(section)
+    if section == ZONES:
+        # Zone names are map keys, never split on a dot.
+        return value.get(rest) if isinstance(value, dict) else None
+    for key in rest.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def discrepancies(plan: dict[str, Any], stated: StatedManifests) -> list[Discrepancy]:
+    """Every stated field whose value the plan (its content as validated, defaults
+    included) does not have, in field order."""
+    found: list[Discrepancy] = []
+    for name, source in sorted(stated.fields.items()):
+        planned = _at(plan, name)
+        if not same(planned, source.value):
+            found.append(_discrepancy(name, planned, source.value, source))
+    zones = {n: s for n, s in stated.fields.items() if n.startswith(f"{ZONES}.")}
+    planned_zones = plan.get(ZONES) or {}
+    if zones:
+        # Manifests that place replicas by zone run none in a zone they do not name: a
+        # plan counting replicas there is contradicted, at the first zone they do name.
+        first = zones[min(zones)]
+        for zone in sorted(planned_zones):
+            if f"{ZONES}.{zone}" not in zones and planned_zones[zone] != 0:
+                found.append(_discrepancy(f"{ZONES}.{zone}", planned_zones[zone], 0, first))
+    return sorted(found, key=lambda d: d.field)
+
+
+def _discrepancy(name: str, plan: Any, manifests: Any, source: StatedField) -> Discrepancy:
+    return Discrepancy(
+        field=name,
+        plan=plan,
+        manifests=manifests,
+        file=source.file,
+        document=source.document,
+        line=source.line,
+    )

@@ -1,0 +1,88 @@
+"""`capgate gate check PLAN --manifests PATH`: the manifests that ship must be the plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli import test_gate_cli as gate_cli
+from tests.cli.test_gate_cli import capgate
+from tests.gate.test_manifest_consistency import K8S, drifted, line_of
+
+PLAN = "chat-assistant-prod"
+
+# The worked example, registered once per module; each test gets a copy of the registry.
+seeded, env = gate_cli.seeded, gate_cli.env
+
+
+def decisions(env: dict[str, str]) -> int:
+    listed = capgate("gate", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    return len(json.loads(listed.stdout)["items"])
+
+
+def test_success_the_example_manifests_agree(env: dict[str, str]) -> None:
+    result = capgate("gate", "check", PLAN, "--manifests", str(K8S), "--format", "json", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["outcome"] == "allow"
+
+
+def test_fail_drifted_manifests_deny_naming_file_and_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = drifted(tmp_path)
+    deployment, hpa = folder / "deployment.yaml", folder / "hpa.yaml"
+    grace = line_of(deployment, "terminationGracePeriodSeconds")
+    tp = line_of(deployment, "--tensor-parallel-size")
+    metric = line_of(hpa, "- type: Pods")
+
+    text = capgate("gate", "check", PLAN, "--manifests", str(folder), env=env)
+    assert text.returncode == 1, text.stdout + text.stderr
+    for message in (
+        f"drain.termination_grace_period_s is 300 in the plan but 30 in {deployment}:{grace}",
+        f"parallelism.tensor_parallel is 1 in the plan but 2 in {deployment}:{tp}",
+        "autoscaling.metric is vllm:num_requests_waiting in the plan but "
+        f"vllm:num_requests_running in {hpa}:{metric}",
+        "replicas_per_zone.us-east1-b is 3 in the plan but 4 in",
+    ):
+        assert message in text.stdout, text.stdout
+
+    github = capgate(
+        "gate", "check", PLAN, "--manifests", str(folder), "--format", "github", env=env
+    )
+    assert github.returncode == 1
+    annotations = [line for line in github.stdout.splitlines() if "manifests_consistent" in line]
+    assert len(annotations) == 7  # 3 zones, TP, GPUs, grace period, metric
+    assert any(f"line={grace}," in line and "termination_grace" in line for line in annotations)
+    assert any(f"line={metric}," in line and "autoscaling.metric" in line for line in annotations)
+
+    sarif = capgate("gate", "check", PLAN, "--manifests", str(folder), "--format", "sarif", env=env)
+    assert sarif.returncode == 1
+    results = [
+        r
+        for r in json.loads(sarif.stdout)["runs"][0]["results"]
+        if r["ruleId"] == "manifests_consistent.manifest_contradicts_plan"
+    ]
+    assert len(results) == 7
+    places = {
+        (
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        )
+        for r in results
+    }
+    assert {(str(deployment), grace), (str(deployment), tp), (str(hpa), metric)} <= places
+
+
+def test_fail_bad_manifest_exits_2_and_stores_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    folder = drifted(tmp_path)
+    hpa = folder / "hpa.yaml"
+    hpa.write_text(
+        hpa.read_text(encoding="utf-8").replace("vllm:num_requests_running", "vllm:bogus"),
+        encoding="utf-8",
+    )
+    before = decisions(env)
+    result = capgate("gate", "check", PLAN, "--manifests", str(folder), env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "hpa.yaml" in result.stderr
+    assert decisions(env) == before

@@ -1,0 +1,222 @@
+"""The manifests that ship against the plan decided on: the comparison and the API."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from registry.api.app import create_app
+from registry.manifests.consistency import (
+    MAX_FIELDS,
+    StatedField,
+    StatedManifests,
+    discrepancies,
+    same,
+    stated_fields,
+)
+from registry.records.documents import load_document, validate_record
+from registry.records.kinds import RecordKind
+from registry.storage.database import Database
+from tests.api.test_gate_api import register, settings
+from tests.support.auth import client_for, token_for
+from tests.support.opa_server import running_capgate
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chat-assistant"
+K8S = EXAMPLE / "k8s"
+
+
+def example_plan() -> dict[str, Any]:
+    plan = validate_record(RecordKind.plan, load_document(EXAMPLE / "plan.yaml"))
+    return plan.model_dump(mode="json")
+
+
+def drifted(tmp_path: Path) -> Path:
+    """A copy of the example's manifests that drifts from its plan: 12 replicas, a 30 s
+    grace period, TP=2 on two GPUs and an HPA on running requests."""
+    folder = tmp_path / "k8s"
+    folder.mkdir()
+    for name in ("deployment.yaml", "hpa.yaml", "pdb.yaml"):
+        shutil.copyfile(K8S / name, folder / name)
+    deployment = folder / "deployment.yaml"
+    text = deployment.read_text(encoding="utf-8")
+    for old, new in (
+        ("  replicas: 9\n", "  replicas: 12\n"),
+        ("terminationGracePeriodSeconds: 300", "terminationGracePeriodSeconds: 30"),
+        ("--tensor-parallel-size=1", "--tensor-parallel-size=2"),
+        ("nvidia.com/gpu: 1}", "nvidia.com/gpu: 2}"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    deployment.write_text(text, encoding="utf-8")
+    hpa = folder / "hpa.yaml"
+    text = hpa.read_text(encoding="utf-8")
+    assert '"vllm:num_requests_waiting"' in text
+    hpa.write_text(text.replace("num_requests_waiting", "num_requests_running"), encoding="utf-8")
+    return folder
+
+
+def line_of(path: Path, needle: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+def test_success_example_manifests_agree_with_the_example_plan() -> None:
+    stated = stated_fields([str(K8S)])  # overlay.yaml beside them is skipped, not needed
+    assert "drain.termination_grace_period_s" in stated.fields
+    assert {n for n in stated.fields if n.startswith("replicas_per_zone.")} == {
+        "replicas_per_zone.us-east1-b",
+        "replicas_per_zone.us-east1-c",
+        "replicas_per_zone.us-east1-d",
+    }
+    assert discrepancies(example_plan(), stated) == []
+
+
+def test_fail_drifted_manifests_each_field_at_its_line(tmp_path: Path) -> None:
+    folder = drifted(tmp_path)
+    found = {d.field: d for d in discrepancies(example_plan(), stated_fields([str(folder)]))}
+    assert set(found) == {
+        "autoscaling.metric",
+        "drain.termination_grace_period_s",
+        "parallelism.gpus_per_replica",
+        "parallelism.tensor_parallel",
+        "replicas_per_zone.us-east1-b",
+        "replicas_per_zone.us-east1-c",
+        "replicas_per_zone.us-east1-d",
+    }
+    grace = found["drain.termination_grace_period_s"]
+    deployment = folder / "deployment.yaml"
+    assert (grace.plan, grace.manifests, grace.file) == (300, 30, str(deployment))
+    assert grace.line == line_of(deployment, "terminationGracePeriodSeconds")
+    tp = found["parallelism.tensor_parallel"]
+    assert (tp.plan, tp.manifests, tp.line) == (1, 2, line_of(deployment, "--tensor-parallel"))
+    metric = found["autoscaling.metric"]
+    assert metric.manifests == "vllm:num_requests_running"
+    # The metric is located at its item in the HPA's metrics list, as from-manifests does.
+    assert metric.line == line_of(folder / "hpa.yaml", "- type: Pods")
+    assert found["replicas_per_zone.us-east1-b"].manifests == 4
+
+
+def test_numbers_compare_as_numbers_and_booleans_are_not_numbers() -> None:
+    assert same(9, 9.0) and same(0.9, 0.9) and not same(9, 10)
+    assert not same(True, 1) and not same(0, False) and same(True, True)
+    assert same(None, None) and not same(None, 0) and same("cpu", "cpu")
+
+
+def test_a_zone_the_manifests_do_not_run_is_a_discrepancy() -> None:
+    source = {"file": "k8s/a.yaml", "document": 0, "line": 7}
+    stated = StatedManifests(
+        fields={
+            "replicas_per_zone.us-east1-b": StatedField(value=3, **source),
+            "replicas_per_zone.us-east1-c": StatedField(value=3.0, **source),
+        }
+    )
+    (missing,) = discrepancies(example_plan(), stated)
+    assert (missing.field, missing.plan, missing.manifests) == (
+        "replicas_per_zone.us-east1-d",
+        3,
+        0,
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"admission.retry.max_attempts": {"value": 3, "file": "a", "document": 0, "line": 1}},
+        {"serving.max_num_seqs": {"value": "a\x00b", "file": "a", "document": 0, "line": 1}},
+        {"serving.max_num_seqs": {"value": 1, "file": "a", "document": 0, "line": 0}},
+        {"serving.max_num_seqs": {"value": {"x": 1}, "file": "a", "document": 0, "line": 1}},
+        {
+            f"serving.x{i}": {"value": i, "file": "a", "document": 0, "line": 1}
+            for i in range(MAX_FIELDS + 1)
+        },
+    ],
+    ids=["unknown-section", "nul", "line-0", "mapping", "too-many"],
+)
+def test_fail_malformed_stated_fields_are_refused(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        StatedManifests.model_validate({"fields": fields})
+
+
+@pytest.fixture
+def client(database: Database) -> Iterator[TestClient]:
+    app = create_app(database, settings())
+    with client_for(app, "release-pipeline") as c:
+        register(c)
+        yield c
+
+
+def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
+    agreeing = stated_fields([str(K8S)]).model_dump(mode="json")
+    response = client.post(
+        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": agreeing}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["outcome"] == "allow"
+    stored = client.get(f"/v1/decisions/{response.json()['id']}/input").json()["input"]
+    assert stored["manifests"] == {"checked": True, "discrepancies": []}
+
+    folder = drifted(tmp_path)
+    body = stated_fields([str(folder)]).model_dump(mode="json")
+    response = client.post(
+        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": body}
+    )
+    assert response.status_code == 200, response.text
+    decision = response.json()
+    assert decision["outcome"] == "deny"
+    contradicted = [v for v in decision["violations"] if v["policy"] == "manifests_consistent"]
+    assert len(contradicted) == 7
+    assert {v["rule"] for v in contradicted} == {"manifest_contradicts_plan"}
+    deployment = folder / "deployment.yaml"
+    grace = line_of(deployment, "terminationGracePeriodSeconds")
+    assert (
+        f"drain.termination_grace_period_s is 300 in the plan but 30 in {deployment}:{grace}"
+        in {v["message"] for v in contradicted}
+    )
+    # Without manifests the same plan is allowed again: nothing was compared.
+    response = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
+    assert response.json()["outcome"] == "allow"
+    stored = client.get(f"/v1/decisions/{response.json()['id']}/input").json()["input"]
+    assert stored["manifests"] == {"checked": False, "discrepancies": []}
+
+
+def test_fail_api_malformed_manifests_is_422_and_stores_nothing(client: TestClient) -> None:
+    bad = {"fields": {"claims.peak_rps": {"value": 1, "file": "a", "document": 0, "line": 1}}}
+    response = client.post(
+        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": bad}
+    )
+    assert response.status_code == 422, response.text
+    assert client.get("/v1/decisions").json()["items"] == []
+
+
+def test_cli_sends_the_manifests_to_a_server(database: Database, tmp_path: Path) -> None:
+    """`--server`: the client reads the manifests, the server compares and decides."""
+    import os
+    import subprocess
+    import sys
+
+    app = create_app(database, settings())
+    with client_for(app, "release-pipeline") as c:
+        register(c)
+    folder = drifted(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    env["CAPGATE_TOKEN"] = token_for(database, subject="release-pipeline")
+    with running_capgate(app) as url:
+        command = [sys.executable, "-m", "cli.main", "gate", "check", "chat-assistant-prod"]
+        result = subprocess.run(
+            [*command, "--server", url, "--manifests", str(folder), "--format", "json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 1, result.stdout + result.stderr
+    violations = json.loads(result.stdout)["violations"]
+    fields = {v["details"]["field"] for v in violations if v["policy"] == "manifests_consistent"}
+    assert "drain.termination_grace_period_s" in fields and len(fields) == 7
