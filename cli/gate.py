@@ -52,6 +52,7 @@ class Format(StrEnum):
     junit = "junit"
     github = "github"
     sarif = "sarif"
+    gitlab = "gitlab"
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -69,7 +70,7 @@ def check(
         typer.Option(
             "--format",
             help="Report format: text, json, junit (JUnit XML), github (GitHub Actions "
-            "annotations) or sarif (SARIF 2.1.0). Default text.",
+            "annotations), sarif (SARIF 2.1.0) or gitlab (GitLab Code Quality). Default text.",
             show_default=False,
         ),
     ] = None,
@@ -79,7 +80,7 @@ def check(
         str | None,
         typer.Option(
             "--plan-file",
-            help="The plan's file in the repository, for github and sarif annotations to "
+            help="The plan's file in the repository, for github, sarif and gitlab reports to "
             "point at (capgate does not know where a plan came from).",
         ),
     ] = None,
@@ -101,8 +102,8 @@ def check(
     if json_out and output_format not in (None, Format.json):
         fail(f"--json and --format {output_format} disagree: --json is --format json; give one")
     chosen = Format.json if json_out else output_format or Format.text
-    if plan_file is not None and chosen not in (Format.github, Format.sarif):
-        fail("--plan-file is for --format github or sarif")
+    if plan_file is not None and chosen not in (Format.github, Format.sarif, Format.gitlab):
+        fail("--plan-file is for --format github, sarif or gitlab")
     stated = None
     if manifests:
         from registry.manifests.consistency import stated_fields
@@ -136,6 +137,10 @@ def _render(decision: DecisionView, chosen: Format, plan_file: str | None) -> st
         from registry.gate.formats import render_sarif
 
         return render_sarif(decision, plan_file=plan_file)
+    if chosen is Format.gitlab:
+        from registry.gate.formats import render_gitlab
+
+        return render_gitlab(decision, plan_file=plan_file)
     from registry.gate.report import render_text
 
     return render_text(decision)

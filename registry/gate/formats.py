@@ -1,15 +1,17 @@
-"""A decision for CI systems that annotate: GitHub Actions workflow commands and SARIF.
+"""A decision for CI systems that annotate: GitHub Actions workflow commands, SARIF and
+GitLab Code Quality.
 
-Both say what each finding is with the same id, ``policy.rule``; warnings that are not a
+All say what each finding is with the same id, ``policy.rule``; warnings that are not a
 policy's note (waivers not applied or expiring, stale evidence) are ``gate.warning``, and
 an evaluation that failed is ``gate.error`` (``gate`` is the bundle's entry point, never a
-policy id). Neither knows which file a plan came from: a caller that does passes it. A
+policy id). None knows which file a plan came from: a caller that does passes it. A
 violation whose details name a ``file`` and ``line`` (manifests_consistent: the manifest
 that contradicts the plan) is located there instead, where the fix is made.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC
 from typing import Any
@@ -263,3 +265,68 @@ def _rule(rule_id: str) -> dict[str, Any]:
         "shortDescription": {"text": f"capgate policy {policy}, rule {rule}"},
         "properties": {"policy": policy, "rule": rule},
     }
+
+
+# ---- GitLab Code Quality -----------------------------------------------------------------
+
+# capgate's severities as GitLab's (info, minor, major, critical, blocker). A violation
+# denies the release: never below major. An unknown severity is major.
+GITLAB_SEVERITY = {"critical": "blocker", "high": "critical", "medium": "major", "low": "major"}
+
+
+def gitlab_fingerprint(plan: str, rule_id: str, subject: str) -> str:
+    """A finding's identity: the same rule on the same field (or message) of the same plan
+    version has the same fingerprint in every run."""
+    return hashlib.sha256("\x00".join((plan, rule_id, subject)).encode("utf-8")).hexdigest()
+
+
+def render_gitlab(decision: DecisionView, *, plan_file: str | None = None) -> str:
+    """A GitLab Code Quality report: a JSON array with an issue per violation and per
+    warning (info for a policy's note, minor for the gate's free text) and, for an error,
+    a blocker. Waived violations are accepted and left out; an allow with no warning is
+    ``[]``. An issue is located at its manifest's file and line when it names one, else at
+    ``plan_file`` (line 1), else at the plan reference itself."""
+    issues: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+
+    def add(
+        rule_id: str,
+        severity: str,
+        message: str,
+        subject: str,
+        source: tuple[str, int] | None = None,
+    ) -> None:
+        fingerprint = gitlab_fingerprint(decision.plan, rule_id, subject)
+        repeat = seen.get(fingerprint, 0)
+        seen[fingerprint] = repeat + 1
+        if repeat:  # two findings alike: still one fingerprint each, the same every run
+            fingerprint = gitlab_fingerprint(decision.plan, rule_id, f"{subject}#{repeat}")
+        path, line = source if source is not None else (plan_file or decision.plan, 1)
+        issues.append(
+            {
+                "description": message,
+                "check_name": rule_id,
+                "fingerprint": fingerprint,
+                "severity": severity,
+                "location": {"path": path, "lines": {"begin": line}},
+            }
+        )
+
+    if decision.outcome is Outcome.error:
+        error = decision.error or "error"
+        add(ERROR_RULE, "blocker", f"capgate could not decide: {error}", "error")
+    for violation in decision.violations:
+        message = str(violation.get("message"))
+        details = violation.get("details")
+        field = details.get("field") if isinstance(details, dict) else None
+        add(
+            _rule_id(violation),
+            GITLAB_SEVERITY.get(str(violation.get("severity")), "major"),
+            message,
+            field if isinstance(field, str) and field else message,
+            _source(violation),
+        )
+    for warning in decision.warnings:
+        rule_id, message = _warning_finding(warning)
+        add(rule_id, "minor" if rule_id == WARNING_RULE else "info", message, message)
+    return json.dumps(issues, indent=2, ensure_ascii=False)

@@ -451,7 +451,7 @@ def test_json_is_format_json_and_conflicts_with_other_formats(env: dict[str, str
     misplaced = capgate("gate", "check", "chat-assistant-prod", "--plan-file", "p.yaml", env=env)
     assert (misplaced.returncode, misplaced.stderr) == (
         2,
-        "capgate: error: --plan-file is for --format github or sarif\n",
+        "capgate: error: --plan-file is for --format github, sarif or gitlab\n",
     )
     # A usage error decides nothing: no decision is stored for it.
     listed = json.loads(capgate("gate", "list", "--json", env=env).stdout)

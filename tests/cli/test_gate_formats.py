@@ -1,4 +1,4 @@
-"""`gate check --format github|sarif|junit|text` renderers on decisions of every shape.
+"""`gate check --format github|sarif|gitlab|junit|text` renderers on decisions of every shape.
 
 The end-to-end runs (a real registry, a real process) are in test_gate_cli.py; here the
 decisions are built by hand to reach what the worked example never says: messages with
@@ -14,7 +14,14 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from registry.gate.formats import escape_data, escape_property, render_github, render_sarif
+from registry.gate.formats import (
+    escape_data,
+    escape_property,
+    gitlab_fingerprint,
+    render_github,
+    render_gitlab,
+    render_sarif,
+)
 from registry.gate.report import policy_warning, render_junit, render_text, warning_policy
 from registry.gate.views import DecisionView, Outcome
 
@@ -351,3 +358,110 @@ def test_sarif_locates_a_manifest_violation_at_its_file_and_line() -> None:
     assert other["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "deploy/plan.yaml"}
     }
+
+
+# ---- GitLab Code Quality -----------------------------------------------------------------
+
+GITLAB_SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
+
+
+def gitlab(decision: DecisionView, **kwargs: Any) -> list[dict[str, Any]]:
+    issues = json.loads(render_gitlab(decision, **kwargs))
+    assert isinstance(issues, list)
+    for issue in issues:
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["severity"] in GITLAB_SEVERITIES
+        assert len(issue["fingerprint"]) == 64
+        assert isinstance(issue["location"]["path"], str)
+        assert isinstance(issue["location"]["lines"]["begin"], int)
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues)
+    return issues
+
+
+def test_gitlab_deny_is_an_issue_per_violation_and_per_warning() -> None:
+    issues = gitlab(DENY)
+    assert [(i["check_name"], i["severity"]) for i in issues] == [
+        ("drain_configured.grace_too_short", "critical"),
+        ("tail_slo.ttft_p99_exceeded", "critical"),
+        ("tail_slo.claims_pessimistic", "info"),
+        ("gate.warning", "minor"),
+    ]
+    assert issues[0]["description"] == "grace 30 s < 50% of the\nstream tail, 60 s"
+    assert issues[2]["description"].startswith("class batch: the plan claims")
+    assert issues[3]["description"] == STALE
+    # Without --plan-file an issue is placed at the plan reference, line 1.
+    assert {json.dumps(i["location"]) for i in issues} == {
+        json.dumps({"path": "chat-assistant-prod@v2", "lines": {"begin": 1}})
+    }
+
+
+def test_gitlab_allow_with_nothing_to_say_is_an_empty_array() -> None:
+    assert render_gitlab(decision(Outcome.allow)) == "[]"
+
+
+def test_gitlab_waived_is_left_out_and_its_warnings_stay() -> None:
+    (issue,) = gitlab(WAIVED, plan_file="deploy/plan.yaml")
+    assert (issue["check_name"], issue["severity"]) == ("gate.warning", "minor")
+    assert issue["description"] == WAIVER_WARNING
+    assert issue["location"] == {"path": "deploy/plan.yaml", "lines": {"begin": 1}}
+
+
+def test_gitlab_error_outcome_is_a_blocker() -> None:
+    issues = gitlab(ERROR)
+    assert [(i["check_name"], i["severity"]) for i in issues] == [
+        ("gate.error", "blocker"),
+        ("gate.warning", "minor"),
+    ]
+    assert "the policy engine is unreachable" in issues[0]["description"]
+
+
+def test_gitlab_severity_follows_capgate_severity() -> None:
+    findings = [
+        {**violation("p", severity, "m"), "severity": severity}
+        for severity in ("critical", "high", "medium", "low", "unheard-of")
+    ]
+    issues = gitlab(decision(violations=findings))
+    assert [i["severity"] for i in issues] == ["blocker", "critical", "major", "major", "major"]
+
+
+def test_gitlab_locates_a_manifest_violation_at_its_file_and_line() -> None:
+    located, other = gitlab(MANIFEST_DENY, plan_file="deploy/plan.yaml")
+    assert located["location"] == {"path": "k8s/deploy.yaml", "lines": {"begin": 30}}
+    assert located["check_name"] == "manifests_consistent.manifest_contradicts_plan"
+    assert other["location"] == {"path": "deploy/plan.yaml", "lines": {"begin": 1}}
+
+
+def test_gitlab_fingerprints_are_stable_across_runs_and_distinct_across_plans() -> None:
+    first = gitlab(MANIFEST_DENY)
+    # Another run: another decision id and time, the manifest's line moved, same findings.
+    again = decision(
+        id="3f1c8f5e-0000-4000-8000-000000000002",
+        created_at=datetime(2026, 12, 1, 8, 0, tzinfo=UTC),
+        violations=[
+            {
+                **MANIFEST_DENY.violations[0],
+                "details": {**MANIFEST_DENY.violations[0]["details"], "line": 31},
+            },
+            MANIFEST_DENY.violations[1],
+        ],
+    )
+    assert [i["fingerprint"] for i in gitlab(again)] == [i["fingerprint"] for i in first]
+    # The manifest finding is identified by its field, the other by its message.
+    assert first[0]["fingerprint"] == gitlab_fingerprint(
+        "chat-assistant-prod@v2",
+        "manifests_consistent.manifest_contradicts_plan",
+        "drain.termination_grace_period_s",
+    )
+    assert first[1]["fingerprint"] == gitlab_fingerprint(
+        "chat-assistant-prod@v2", "drain_configured.grace_too_short", "grace 30 s"
+    )
+    # Another plan version: another finding.
+    other_plan = decision(plan="chat-assistant-prod@v3", violations=MANIFEST_DENY.violations)
+    assert not {i["fingerprint"] for i in gitlab(other_plan)} & {i["fingerprint"] for i in first}
+
+
+def test_gitlab_findings_alike_still_get_distinct_fingerprints() -> None:
+    twice = violation("tail_slo", "ttft_p99_exceeded", "class interactive: 910 ms > 800 ms")
+    issues = gitlab(decision(violations=[twice, twice]))
+    assert issues[0]["fingerprint"] != issues[1]["fingerprint"]
+    assert issues == gitlab(decision(violations=[twice, twice]))

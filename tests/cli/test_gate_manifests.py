@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
@@ -86,3 +87,46 @@ def test_fail_bad_manifest_exits_2_and_stores_nothing(env: dict[str, str], tmp_p
     assert result.returncode == 2, result.stdout + result.stderr
     assert "hpa.yaml" in result.stderr
     assert decisions(env) == before
+
+
+def test_fail_drifted_manifests_are_located_gitlab_issues(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = drifted(tmp_path)
+    deployment, hpa = folder / "deployment.yaml", folder / "hpa.yaml"
+    grace = line_of(deployment, "terminationGracePeriodSeconds")
+    metric = line_of(hpa, "- type: Pods")
+    report = tmp_path / "gl-code-quality-report.json"
+
+    def run() -> list[dict[str, Any]]:
+        result = capgate(
+            "gate",
+            "check",
+            PLAN,
+            "--manifests",
+            str(folder),
+            "--format",
+            "gitlab",
+            "--plan-file",
+            "deploy/plan.yaml",
+            "--output",
+            str(report),
+            env=env,
+        )
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stdout == ""
+        assert result.stderr.startswith("DENY chat-assistant-prod@v1: ")
+        issues = json.loads(report.read_text(encoding="utf-8"))
+        assert isinstance(issues, list)
+        return issues
+
+    issues = run()
+    located = [
+        i for i in issues if i["check_name"] == "manifests_consistent.manifest_contradicts_plan"
+    ]
+    assert len(located) == 7  # 3 zones, TP, GPUs, grace period, metric
+    places = {(i["location"]["path"], i["location"]["lines"]["begin"]) for i in located}
+    assert {(str(deployment), grace), (str(hpa), metric)} <= places
+    assert all(i["severity"] == "critical" for i in located)
+    # The same findings on the same plan version: the same fingerprints in the next run.
+    assert [i["fingerprint"] for i in run()] == [i["fingerprint"] for i in issues]
