@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.options import JsonOpt, ServerOpt
+from cli.options import JsonOpt, ServerOpt, instant
 from cli.output import emit_json, emit_more, emit_table
 
 if TYPE_CHECKING:
@@ -25,23 +25,6 @@ KeyOpt = Annotated[
         "names. Verifying: the public key (keygen writes it beside the private one).",
     ),
 ]
-
-
-def _instant(option: str, text: str) -> datetime:
-    from datetime import datetime
-
-    from registry.errors import FieldProblem, InvalidInput
-
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise InvalidInput(
-            "invalid option",
-            problems=[FieldProblem(f"--{option}", f"{text!r} is not an instant with a zone")],
-        )
-    return moment
 
 
 @audit_app.command("list")
@@ -72,7 +55,7 @@ def list_events(
     }
     for name, text in (("since", since), ("until", until)):
         if text is not None:
-            filters[name] = _instant(name, text)
+            filters[name] = instant(name, text)
     page = open_backend(server).audit_events(filters, limit=limit, offset=offset)
     if json_out:
         emit_json(page)
@@ -168,7 +151,7 @@ def checkpoint(
 ) -> None:
     """Sign the chain's current size and head (verified first); keep the file somewhere
     the registry's writers cannot reach, and verify against it later."""
-    from datetime import UTC, datetime
+    from datetime import UTC
 
     from cli.backend import open_backend
     from registry.audit import checkpoint as checkpoints

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.options import JsonOpt, ServerOpt
+from cli.options import JsonOpt, ServerOpt, instant
 from cli.output import emit_json, emit_more, emit_table
 
 if TYPE_CHECKING:
@@ -177,8 +176,10 @@ def list_decisions(
     plan: Annotated[str | None, typer.Option(help="Only this plan name.")] = None,
     outcome: Annotated[OutcomeFilter | None, typer.Option(help="Only this outcome.")] = None,
     principal: Annotated[str | None, typer.Option(help="Only decisions asked by.")] = None,
-    since: Annotated[datetime | None, typer.Option(help="From this time (ISO 8601).")] = None,
-    until: Annotated[datetime | None, typer.Option(help="Before this time (ISO 8601).")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Decisions at or after this instant (ISO 8601, with zone).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Decisions before this instant.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
     offset: Annotated[int, typer.Option(min=0, max=10_000)] = 0,
     cursor: Annotated[
@@ -196,8 +197,8 @@ def list_decisions(
         "plan": plan,
         "outcome": Outcome(outcome.value) if outcome else None,
         "principal": principal,
-        "since": since,
-        "until": until,
+        "since": instant("since", since) if since else None,
+        "until": instant("until", until) if until else None,
         "cursor": cursor,
         "total": total or None,
     }

@@ -275,7 +275,7 @@ def _stored_rows(
     # A decision's plan name is a copy of its plan record's (listing by plan uses it):
     # not in the audit entry, so checked against the record here.
     names = (
-        repo.record_names({row.plan_record_id for row in rows})
+        {r.id: r.name for r in repo.records({row.plan_record_id for row in rows}, content=False)}
         if table == R.DECISIONS and repo is not None and rows
         else {}
     )

@@ -87,7 +87,7 @@ def list_events(
             .offset(offset)
         )
     )
-    page, more = rows[:limit], len(rows) > limit
+    page, next_cursor = keyset.split(rows, limit, lambda row: (row.at, row.seq))
     return EventPage(
         items=[
             AuditEventView(
@@ -104,7 +104,7 @@ def list_events(
         total=counted,
         limit=limit,
         offset=offset,
-        next_cursor=keyset.encode(page[-1].at, page[-1].seq) if more else None,
+        next_cursor=next_cursor,
     )
 
 

@@ -397,11 +397,11 @@ def list_decisions(
         after=keyset.decode(cursor, str) if cursor else None,
         count=total,
     )
-    page, more = rows[:limit], len(rows) > limit
+    page, next_cursor = keyset.split(rows, limit, lambda row: (row[0].created_at, row[0].id))
     return DecisionPage(
         items=[_to_view(d, p, current_revision) for d, p in page],
         total=counted,
         limit=limit,
         offset=offset,
-        next_cursor=keyset.encode(page[-1][0].created_at, page[-1][0].id) if more else None,
+        next_cursor=next_cursor,
     )

@@ -11,26 +11,26 @@ import base64
 import binascii
 import json
 import uuid
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, tuple_
 
+from registry.audit.chain import as_utc
 from registry.errors import FieldProblem, InvalidInput
 
 MAX_CURSOR_CHARS = 256
 
-
-def utc(at: datetime) -> datetime:
-    """SQLite stores instants as text without a zone: compare them in UTC only."""
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+R = TypeVar("R")
 
 
 def bound(name: str, at: datetime) -> datetime:
-    """A `since`/`until` filter in UTC, or a 422 naming it when UTC cannot hold it
-    (0001-01-01T01:00+20:05 is a valid instant before year 1 in UTC)."""
+    """A `since`/`until` filter in UTC (SQLite stores instants as text without a zone),
+    or a 422 naming it when UTC cannot hold it (0001-01-01T01:00+20:05 is a valid
+    instant before year 1 in UTC)."""
     try:
-        return utc(at)
+        return as_utc(at)
     except OverflowError:
         raise InvalidInput(
             f"invalid {name}",
@@ -39,7 +39,7 @@ def bound(name: str, at: datetime) -> datetime:
 
 
 def encode(at: datetime, key: str | int) -> str:
-    text = json.dumps([utc(at).isoformat(), key], separators=(",", ":"))
+    text = json.dumps([as_utc(at).isoformat(), key], separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
@@ -55,7 +55,7 @@ def decode(cursor: str, key_type: type[str] | type[int]) -> tuple[datetime, Any]
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         at_text, key = json.loads(raw)
         parsed = datetime.fromisoformat(at_text)
-        at = utc(parsed) if parsed.tzinfo is not None else None
+        at = as_utc(parsed) if parsed.tzinfo is not None else None
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, OverflowError):
         raise refused("not a cursor this registry issued; pass a page's next_cursor") from None
     if at is None or type(key) is not key_type or not _plausible(key):
@@ -77,3 +77,12 @@ def before(at_column: Any, key_column: Any, position: tuple[datetime, Any]) -> C
     """Rows after `position` in newest-first order: a row-value comparison, which both
     databases answer from an index ending in (instant, key)."""
     return tuple_(at_column, key_column) < position
+
+
+def split(
+    rows: Sequence[R], limit: int, position: Callable[[R], tuple[datetime, str | int]]
+) -> tuple[list[R], str | None]:
+    """A page from the `limit` + 1 rows a listing fetched, and the cursor of the next page
+    (None on the last): the extra row only says that there is one."""
+    page = list(rows[:limit])
+    return page, encode(*position(page[-1])) if len(rows) > limit else None

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import JSON, ColumnElement, and_, cast, exists, func, or_, select
-from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
+from sqlalchemy.orm import InstrumentedAttribute, Session, aliased, load_only
 from sqlalchemy.orm.util import AliasedClass
 
 from registry.storage.keyset import before as keyset_before
@@ -263,10 +263,13 @@ class GateRepository:
                 .offset(offset)
             )
         )
+        # A decision names its plan version: the plans' contents are not read.
         plans = {
             row.id: row
             for row in self.session.scalars(
-                select(RecordRow).where(RecordRow.id.in_({d.plan_record_id for d in decisions}))
+                select(RecordRow)
+                .options(load_only(RecordRow.id, RecordRow.name, RecordRow.version))
+                .where(RecordRow.id.in_({d.plan_record_id for d in decisions}))
             )
         }
         return [(d, plans[d.plan_record_id]) for d in decisions], total
@@ -560,17 +563,6 @@ class IntegrityRepository:
         out: dict[int, list[str]] = {}
         for record_id, digest in rows:
             out.setdefault(record_id, []).append(digest)
-        return out
-
-    def record_names(self, ids: Iterable[int] | None = None) -> dict[int, str]:
-        """Each record's name by id (all, or these ids)."""
-        query = select(RecordRow.id, RecordRow.name)
-        if ids is None:
-            return {id_: name for id_, name in self.session.execute(query)}
-        out: dict[int, str] = {}
-        for chunk in _chunks(ids):
-            rows = self.session.execute(query.where(RecordRow.id.in_(chunk)))
-            out.update((id_, name) for id_, name in rows)
         return out
 
     def rows(

@@ -474,3 +474,8 @@ def test_list_pages_by_cursor_and_counts_when_asked(env: dict[str, str]) -> None
     assert page["total"] is None and len(page["items"]) == 2 and page["next_cursor"]
     bad = capgate("audit", "list", "--cursor", "garbage", env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") <= 3 and "cursor" in bad.stderr
+    # Instants carry a zone, as through a server: the same answer locally and remotely.
+    naive = capgate("gate", "list", "--since", "2026-01-01T00:00:00", env=env)
+    assert naive.returncode == 2 and "--since" in naive.stderr
+    zoned = capgate("gate", "list", "--since", "2026-01-01T00:00:00Z", "--json", env=env)
+    assert zoned.returncode == 0 and len(json.loads(zoned.stdout)["items"]) == 2
