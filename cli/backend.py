@@ -256,16 +256,8 @@ class RemoteBackend:
     def _request(self, method: str, path: str, *, source: str | None = None, **kwargs: Any) -> Any:
         import httpx
 
-        from registry.errors import (
-            CapgateError,
-            Conflict,
-            FieldProblem,
-            Forbidden,
-            InvalidInput,
-            NotFound,
-            Unauthenticated,
-            Unavailable,
-        )
+        from cli.http_errors import error_for
+        from registry.errors import Unavailable
 
         try:
             response = self.client.request(method, path, **kwargs)
@@ -277,19 +269,13 @@ class RemoteBackend:
             body = response.json()
         except ValueError:
             body = {"message": response.text[:200] or response.reason_phrase}
-        message = str(body.get("message", response.reason_phrase))
-        if response.status_code == 422:
-            problems = [FieldProblem(p["loc"], p["message"]) for p in body.get("problems", [])]
-            # An import names the offending file in details.source: the line names it too.
-            details = body.get("details") or {}
-            raise InvalidInput(message, problems=problems, source=details.get("source") or source)
-        error_type: type[CapgateError] = {
-            401: Unauthenticated,
-            403: Forbidden,
-            404: NotFound,
-            409: Conflict,
-        }.get(response.status_code, Unavailable)
-        raise error_type(f"{message} (HTTP {response.status_code} from {self.server})")
+        raise error_for(
+            response.status_code,
+            body if isinstance(body, dict) else {},
+            reason=response.reason_phrase,
+            server=self.server,
+            source=source,
+        )
 
     def submit(self, kind: RecordKind, document: dict[str, Any], *, source: str) -> SubmitResult:
         from registry.records.views import SubmitResult

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from cli.backend import Backend
+    from registry.gate.outcome import DecisionLike
     from registry.gate.views import DecisionView
 
 
@@ -95,7 +97,6 @@ def check(
     server: ServerOpt = None,
 ) -> None:
     """Evaluate every policy on PLAN, store the decision and exit with its code."""
-    from cli.backend import open_backend
     from cli.output import fail
 
     if json_out and output_format not in (None, Format.json):
@@ -103,16 +104,32 @@ def check(
     chosen = Format.json if json_out else output_format or Format.text
     if plan_file is not None and chosen not in (Format.github, Format.sarif, Format.gitlab):
         fail("--plan-file is for --format github, sarif or gitlab")
-    stated = None
-    if manifests:
-        from registry.manifests.consistency import stated_fields
+    # Manifests are read here, where the files are, and before anything is asked of the
+    # registry: one that cannot be read is an error (exit 2) and no decision is stored.
+    decision: DecisionLike
+    if server:
+        from cli.remote_gate import check_remote
+        from registry.settings import Settings
 
-        # Read here, where the files are, and before anything is asked of the registry:
-        # a manifest that cannot be read is an error (exit 2) and no decision is stored.
-        stated = stated_fields(manifests)
-    backend = open_backend(server)
-    with _planner_progress(backend, terminal_only=True):
-        decision = backend.gate_check(plan, stated)
+        # The thin path: one request, no ORM, schema or planner imported (pipeline speed);
+        # the server validates what the manifests state.
+        sent = None
+        if manifests:
+            from registry.manifests.stated import stated_document
+
+            sent = stated_document(manifests)
+        decision = check_remote(server, Settings.from_env().token(), plan, sent)
+    else:
+        from cli.backend import open_backend
+
+        stated = None
+        if manifests:
+            from registry.manifests.consistency import stated_fields
+
+            stated = stated_fields(manifests)
+        backend = open_backend(None)
+        with _planner_progress(backend, terminal_only=True):
+            decision = backend.gate_check(plan, stated)
     _write(_render(decision, chosen, plan_file), output)
     if output is not None or chosen is not Format.text:
         # Pipelines read one line on stderr whatever the report's format or destination.
@@ -120,9 +137,14 @@ def check(
     raise typer.Exit(decision.outcome.exit_code)
 
 
-def _render(decision: DecisionView, chosen: Format, plan_file: str | None) -> str:
+def _render(decision: DecisionLike, chosen: Format, plan_file: str | None) -> str:
     if chosen is Format.json:
-        return decision.model_dump_json(indent=2)
+        from registry.gate.outcome import WireDecision
+
+        if isinstance(decision, WireDecision):
+            # The server's JSON as it came, laid out as model_dump_json(indent=2) lays it.
+            return json.dumps(decision.raw, indent=2, ensure_ascii=False)
+        return cast("DecisionView", decision).model_dump_json(indent=2)
     if chosen is Format.junit:
         from registry.gate.report import policy_ids, render_junit
         from registry.policy.bundle import load_bundle

@@ -4,64 +4,129 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cli.audit import audit_app
-from cli.db import db_app
-from cli.evidence_cmds import extend_evidence, extend_workload
-from cli.evidence_lifecycle import extend_lifecycle
-from cli.gate import gate_app, size
-from cli.manifests import from_manifests
-from cli.records import record_commands
-from cli.tokens import token_app
-from cli.waivers import extend_waivers
+ROOT = {
+    "name": "capgate",
+    "help": "Decision gate and evidence registry for LLM serving capacity plans.",
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+}
 
-app = typer.Typer(
-    name="capgate",
-    help="Decision gate and evidence registry for LLM serving capacity plans.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-app.add_typer(db_app, name="db")
-workload_app = record_commands(
-    "workload", "Workload profiles: token-work distributions per traffic class."
-)
-extend_workload(workload_app)
-app.add_typer(workload_app, name="workload")
-app.add_typer(
-    record_commands("provider", "Provider profiles: model, accelerator, runtime, zones, warm-up."),
-    name="provider",
-)
-evidence_app = record_commands(
-    "evidence",
-    "Load-test evidence measured against a workload and provider.",
-    list_command=False,  # evidence has its own `list`, with --stale
-)
-extend_evidence(evidence_app)
-extend_lifecycle(evidence_app)
-app.add_typer(evidence_app, name="evidence")
-waiver_app = record_commands(
-    "waiver", "Waivers: owned, expiring exceptions to one policy for one plan (four eyes)."
-)
-extend_waivers(waiver_app)
-app.add_typer(waiver_app, name="waiver")
-plan_app = record_commands("plan", "Capacity plans: replicas, serving config, admission, drain.")
-plan_app.command("size")(size)
-plan_app.command("from-manifests")(from_manifests)
-app.add_typer(plan_app, name="plan")
-app.add_typer(gate_app, name="gate")
-app.add_typer(audit_app, name="audit")
-app.add_typer(token_app, name="token")
+
+# Each group is built on first use: a command line that names one group imports and
+# converts that group alone (see _app_for).
+@cache
+def _db() -> typer.Typer:
+    from cli.db import db_app
+
+    return db_app
+
+
+@cache
+def _workload() -> typer.Typer:
+    from cli.evidence_cmds import extend_workload
+    from cli.records import record_commands
+
+    group = record_commands(
+        "workload", "Workload profiles: token-work distributions per traffic class."
+    )
+    extend_workload(group)
+    return group
+
+
+@cache
+def _provider() -> typer.Typer:
+    from cli.records import record_commands
+
+    return record_commands(
+        "provider", "Provider profiles: model, accelerator, runtime, zones, warm-up."
+    )
+
+
+@cache
+def _evidence() -> typer.Typer:
+    from cli.evidence_cmds import extend_evidence
+    from cli.evidence_lifecycle import extend_lifecycle
+    from cli.records import record_commands
+
+    group = record_commands(
+        "evidence",
+        "Load-test evidence measured against a workload and provider.",
+        list_command=False,  # evidence has its own `list`, with --stale
+    )
+    extend_evidence(group)
+    extend_lifecycle(group)
+    return group
+
+
+@cache
+def _waiver() -> typer.Typer:
+    from cli.records import record_commands
+    from cli.waivers import extend_waivers
+
+    group = record_commands(
+        "waiver", "Waivers: owned, expiring exceptions to one policy for one plan (four eyes)."
+    )
+    extend_waivers(group)
+    return group
+
+
+@cache
+def _plan() -> typer.Typer:
+    from cli.gate import size
+    from cli.manifests import from_manifests
+    from cli.records import record_commands
+
+    group = record_commands("plan", "Capacity plans: replicas, serving config, admission, drain.")
+    group.command("size")(size)
+    group.command("from-manifests")(from_manifests)
+    return group
+
+
+@cache
+def _gate() -> typer.Typer:
+    from cli.gate import gate_app
+
+    return gate_app
+
+
+@cache
+def _audit() -> typer.Typer:
+    from cli.audit import audit_app
+
+    return audit_app
+
+
+@cache
+def _token() -> typer.Typer:
+    from cli.tokens import token_app
+
+    return token_app
+
+
+GROUPS: dict[str, Callable[[], typer.Typer]] = {
+    "db": _db,
+    "workload": _workload,
+    "provider": _provider,
+    "evidence": _evidence,
+    "waiver": _waiver,
+    "plan": _plan,
+    "gate": _gate,
+    "audit": _audit,
+    "token": _token,
+}
 
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
-@app.command("serve")
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
@@ -141,12 +206,41 @@ def serve(
     )
 
 
+def build(only: str | None = None) -> typer.Typer:
+    """The command tree: every group and `serve`, or the group named ``only`` alone.
+
+    Typer turns every command of the tree it is given into a click command (reading each
+    function's signature and type hints) before it parses anything: about 30 ms for the
+    whole tree, and the groups' modules cost as much again to import, together a fifth of a
+    pipeline's `gate check --server`. A command line that starts with a group's name needs
+    that group alone; its usage lines and errors read the same.
+    """
+    root = typer.Typer(**ROOT)  # type: ignore[arg-type]
+    for name, make in GROUPS.items():
+        if only is None or name == only:
+            root.add_typer(make(), name=name)
+    if only is None:
+        root.command("serve")(serve)
+    return root
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    return build(args[0] if args and args[0] in GROUPS else None)
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # `from cli.main import app` (tests drive the whole tree through CliRunner).
+    if name == "app":
+        return build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def run() -> None:
     """Console entry point: maps capgate's errors to one line and an exit code."""
     from click.exceptions import ClickException
 
     try:
-        app()
+        _app_for(sys.argv[1:])()
     except ClickException:
         raise
     except Exception as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from registry.planner.recompute import recompute
+from registry.planner.recomputation import recompute
 from registry.planner.result import PlanRecomputation
 from registry.records.documents import load_document, validate_record
 from registry.records.kinds import RecordKind

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.planner.validation import Outcome, run_all, table
-from registry.planner.recompute import PLANNER_VERSION
+from registry.planner.version import PLANNER_VERSION
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "planner-validation.md"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from registry.gate.context import EvidenceItem, PlanContext
 from registry.gate.input_document import (
@@ -27,12 +27,13 @@ from registry.gate.input_document import (
     WorkloadClassInput,
     WorkloadInput,
 )
-from registry.manifests.consistency import StatedManifests, discrepancies
 from registry.planner.result import PlanRecomputation
-from registry.planner.sampling import quantile_of
 from registry.records.common import Basis, Distribution
 from registry.records.evidence import ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
+
+if TYPE_CHECKING:
+    from registry.manifests.consistency import StatedManifests
 
 SCENARIOS = ("peak", "one_worker_lost", "largest_zone_lost")
 
@@ -71,6 +72,13 @@ def _workload_class(traffic_class: TrafficClass) -> WorkloadClassInput:
 
 
 def _q(distribution: Distribution, level: float) -> float:
+    stated = distribution.quantile(level)
+    if stated is not None:
+        return round(float(stated), 3)
+    # Imported only here: the sampler's inverse CDF brings NumPy, which a check reusing a
+    # stored recomputation of a workload with stated quantiles never needs.
+    from registry.planner.sampling import quantile_of
+
     return round(quantile_of(distribution, level), 3)
 
 
@@ -388,6 +396,8 @@ def manifests_input(plan: dict[str, Any], stated: StatedManifests | None) -> Man
     ``plan`` (the plan version's content, as validated)."""
     if stated is None:
         return ManifestsInput(checked=False, discrepancies=[])
+    from registry.manifests.consistency import discrepancies
+
     return ManifestsInput(
         checked=True,
         discrepancies=[

@@ -15,10 +15,11 @@ import hashlib
 import json
 from datetime import UTC
 from typing import Any
+from urllib.parse import quote
 
 from registry import __version__
+from registry.gate.outcome import DecisionLike, Outcome
 from registry.gate.report import policy_warning
-from registry.gate.views import DecisionView, Outcome
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -88,7 +89,7 @@ def _command(
     return f"::{kind} {','.join(properties)}::{escape_data(message)}"
 
 
-def render_github(decision: DecisionView, *, plan_file: str | None = None) -> str:
+def render_github(decision: DecisionLike, *, plan_file: str | None = None) -> str:
     """One annotation per finding: ::error per violation, ::warning per warning, ::notice
     per waived violation and for an allow."""
     lines = []
@@ -133,7 +134,7 @@ def render_github(decision: DecisionView, *, plan_file: str | None = None) -> st
 # ---- SARIF 2.1.0 -------------------------------------------------------------------------
 
 
-def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str:
+def render_sarif(decision: DecisionLike, *, plan_file: str | None = None) -> str:
     """A SARIF 2.1.0 log of one run: error per violation, warning per warning, note per
     waived violation (with its waiver as an accepted external suppression)."""
     common = {"decision": decision.id, "plan": decision.plan}
@@ -141,7 +142,7 @@ def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str
         {"logicalLocations": [{"name": decision.plan, "kind": "resource"}]}
     ]
     if plan_file:
-        locations[0]["physicalLocation"] = {"artifactLocation": {"uri": plan_file}}
+        locations[0]["physicalLocation"] = {"artifactLocation": {"uri": _uri(plan_file)}}
     results: list[dict[str, Any]] = []
 
     def add(
@@ -235,12 +236,19 @@ def render_sarif(decision: DecisionView, *, plan_file: str | None = None) -> str
     return json.dumps(log, indent=2, ensure_ascii=False)
 
 
+def _uri(path: str) -> str:
+    """A file path as ``artifactLocation.uri``, which SARIF requires to be a URI reference
+    (RFC 3986): everything but unreserved characters and "/" percent-encoded (UTF-8), so
+    a space, "%", "," or a non-ASCII letter is written %20, %25, %2C, %C3%A9."""
+    return quote(path, safe="/")
+
+
 def _located(plan: str, source: tuple[str, int]) -> list[dict[str, Any]]:
     """A result located at a file and line (a manifest), still naming the plan."""
     return [
         {
             "physicalLocation": {
-                "artifactLocation": {"uri": source[0]},
+                "artifactLocation": {"uri": _uri(source[0])},
                 "region": {"startLine": source[1]},
             },
             "logicalLocations": [{"name": plan, "kind": "resource"}],
@@ -280,7 +288,7 @@ def gitlab_fingerprint(plan: str, rule_id: str, subject: str) -> str:
     return hashlib.sha256("\x00".join((plan, rule_id, subject)).encode("utf-8")).hexdigest()
 
 
-def render_gitlab(decision: DecisionView, *, plan_file: str | None = None) -> str:
+def render_gitlab(decision: DecisionLike, *, plan_file: str | None = None) -> str:
     """A GitLab Code Quality report: a JSON array with an issue per violation and per
     warning (info for a policy's note, minor for the gate's free text) and, for an error,
     a blocker. Waived violations are accepted and left out; an allow with no warning is

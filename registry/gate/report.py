@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, NamedTuple
-from xml.etree import ElementTree as ET
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from registry.gate.views import DecisionView, Outcome
+from registry.gate.outcome import DecisionLike, Outcome
+
+if TYPE_CHECKING:
+    from xml.etree import ElementTree as ET
 
 # A policy's note, as the decision lists it among its warnings: "policy.rule: message".
 _NOTE = re.compile(r"(?P<policy>[a-z][a-z0-9_]*)\.(?P<rule>[a-z][a-z0-9_]*): (?P<message>.*)", re.S)
@@ -48,7 +50,7 @@ def warning_policy(warning: str, policies: list[str]) -> str | None:
     return None
 
 
-def render_text(decision: DecisionView) -> str:
+def render_text(decision: DecisionLike) -> str:
     lines = [decision.verdict()]
     for violation in decision.violations:
         lines.append(
@@ -77,13 +79,15 @@ def render_text(decision: DecisionView) -> str:
     return "\n".join(lines)
 
 
-def render_junit(decision: DecisionView, policy_ids: list[str]) -> str:
+def render_junit(decision: DecisionLike, policy_ids: list[str]) -> str:
     """One test case per policy: failed when it has unwaived violations.
 
     Warnings are where CI systems show them: each in the system-out of the test case of
     the policy it is about, and all of them as suite properties named ``warning`` and
     in the suite's system-err.
     """
+    from xml.etree import ElementTree as ET  # only this format needs it
+
     suite = ET.Element(
         "testsuite",
         name=f"capgate gate {decision.plan}",
@@ -130,6 +134,8 @@ def render_junit(decision: DecisionView, policy_ids: list[str]) -> str:
 
 def _system_out(case: ET.Element, waived: list[dict[str, Any]], warnings: list[str]) -> None:
     """A test case's output: its waived violations, then its warnings, one per line."""
+    from xml.etree import ElementTree as ET
+
     parts = [f"warning: {warning}" for warning in warnings]
     if waived:
         parts.insert(0, "waived: " + json.dumps(waived, indent=2))

@@ -18,7 +18,7 @@ import json
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -35,7 +35,6 @@ from registry.gate.context import PlanContext
 from registry.gate.input_document import CalibrationInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
-from registry.manifests.consistency import StatedManifests
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
 from registry.sizing.service import size_plan
@@ -44,6 +43,9 @@ from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
 from registry.storage.models import DecisionRow, RecordRow
 from registry.storage.repository import GateRepository, IntegrityRepository
+
+if TYPE_CHECKING:
+    from registry.manifests.consistency import StatedManifests
 
 
 class Violation(Protocol):

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from registry.gate.outcome import Outcome, verdict_line
 
-class Outcome(StrEnum):
-    allow = "allow"
-    deny = "deny"
-    error = "error"
-
-    @property
-    def exit_code(self) -> int:
-        return {Outcome.allow: 0, Outcome.deny: 1, Outcome.error: 2}[self]
+__all__ = ["DecisionView", "Outcome"]
 
 
 class DecisionView(BaseModel):
@@ -40,12 +33,4 @@ class DecisionView(BaseModel):
 
     def verdict(self) -> str:
         """One line for a release log."""
-        head = f"{self.outcome.value.upper()} {self.plan}"
-        if self.outcome is Outcome.error:
-            return f"{head}: {self.error} (decision {self.id})"
-        policies = sorted({str(v.get("policy")) for v in self.violations})
-        detail = (
-            f": {len(self.violations)} violation(s) of {', '.join(policies)}" if policies else ""
-        )
-        waived = f", {len(self.waived)} waived" if self.waived else ""
-        return f"{head}{detail}{waived} (decision {self.id}, engine {self.engine})"
+        return verdict_line(self)

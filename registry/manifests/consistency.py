@@ -15,8 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from registry.manifests.from_manifests import manifest_fields
-from registry.manifests.loading import Where, load_manifests
+from registry.manifests.stated import stated_document
 
 # Sections manifests can state (see from_manifests); anything else is not compared.
 SECTIONS = ("replicas_per_zone", "parallelism", "serving", "autoscaling", "drain", "warmup")
@@ -69,23 +68,9 @@ class Discrepancy(BaseModel):
 
 
 def stated_fields(paths: Sequence[str]) -> StatedManifests:
-    """The plan fields the manifests under ``paths`` state, with their sources.
-
-    Raises InvalidInput naming file, document and line for a manifest that cannot be
-    read, as `plan from-manifests` does; needs no overlay.
-    """
-    manifests, _ = load_manifests(paths)
-    fields = manifest_fields(manifests, None, [])
-    stated: dict[str, StatedField] = {}
-    for name, (value, where) in sorted(fields.items()):
-        if isinstance(value, dict | list):
-            continue  # the whole replicas_per_zone map: its zones are stated one by one
-        stated[name] = _stated(value, where)
-    return StatedManifests.model_validate({"fields": stated})
-
-
-def _stated(value: Any, where: Where) -> StatedField:
-    return StatedField(value=value, file=where.file, document=where.document, line=where.line)
+    """The plan fields the manifests under ``paths`` state, with their sources, validated
+    as the server validates them (see registry.manifests.stated)."""
+    return StatedManifests.model_validate(stated_document(paths))
 
 
 def _number(value: Any) -> bool:

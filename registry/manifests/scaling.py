@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from registry.manifests.loading import Manifest, Node
 from registry.manifests.pods import Fields, whole
 from registry.manifests.workloads import ServingWorkload, scaled
-from registry.records.plan import AutoscalingMetric
+from registry.records.autoscaling_metric import AutoscalingMetric
 
 _QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(m|k|M|G|Ki|Mi|Gi)?")
 _SCALE = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}

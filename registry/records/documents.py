@@ -10,15 +10,20 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import ValidationError
 from yaml.events import AliasEvent
 
 from registry.errors import FieldProblem, InvalidInput
-from registry.records.common import Metadata
-from registry.records.kinds import RecordKind
+
+if TYPE_CHECKING:
+    # Schema code only where a record is validated: reading manifests for a thin
+    # `gate check --server --manifests` needs the YAML rules here, not pydantic.
+    from pydantic import ValidationError
+
+    from registry.records.common import Metadata
+    from registry.records.kinds import RecordKind
 
 # Deeper documents are refused: no record nests anywhere near this, and the walk
 # below stays far from Python's recursion limit.
@@ -213,6 +218,8 @@ def problems_from(error: ValidationError) -> list[FieldProblem]:
 
 def validate_record(kind: RecordKind, data: Any, *, source: str | None = None) -> Metadata:
     """Validate a decoded document as `kind`; raise InvalidInput naming each field."""
+    from pydantic import ValidationError
+
     problems = document_problems(data)
     if problems:
         raise InvalidInput(f"invalid {kind.value} record", problems=problems, source=source)

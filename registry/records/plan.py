@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
+from registry.records.autoscaling_metric import AutoscalingMetric
 from registry.records.common import (
     Bool,
     Fraction,
@@ -101,13 +102,6 @@ class Admission(Record):
         default_factory=dict, description="Per traffic class; keys are the workload's class names."
     )
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-
-
-class AutoscalingMetric(StrEnum):
-    num_requests_waiting = "vllm:num_requests_waiting"
-    kv_cache_usage_perc = "vllm:kv_cache_usage_perc"
-    num_requests_running = "vllm:num_requests_running"
-    cpu = "cpu"
 
 
 class Autoscaling(Record):

@@ -23,7 +23,8 @@ from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
 from registry.errors import Tampered
 from registry.gate.context import PlanContext, load_plan_context
-from registry.planner import PLANNER_VERSION, PlanRecomputation, recompute
+from registry.planner.result import PlanRecomputation
+from registry.planner.version import PLANNER_VERSION
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database, WriteContext
 from registry.storage.models import RecomputationRow
@@ -110,6 +111,9 @@ def recompute_cached(context: PlanContext, calibration: str, seed: int) -> PlanR
             _CACHE.move_to_end(key)
             return _CACHE[key]
     fresh = [item.model for item in context.evidence if item.freshness.fresh]
+    # Imported here: a stored recomputation is reused without loading the simulator.
+    from registry.planner.recomputation import recompute
+
     result = recompute(context.plan, context.workload, context.provider, evidence=fresh, seed=seed)
     with _CACHE_LOCK:
         _CACHE[key] = result

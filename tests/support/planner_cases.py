@@ -21,7 +21,7 @@ from registry.records.provider import ProviderProfile
 from registry.records.views import RecordView
 from registry.records.workload import WorkloadProfile
 
-recompute_module = importlib.import_module("registry.planner.recompute")
+recompute_module = importlib.import_module("registry.planner.recomputation")
 
 LLAMA_70B = "meta-llama/Llama-3.1-70B"
 LLAMA_8B = "meta-llama/Llama-3.1-8B"

@@ -30,12 +30,11 @@ from registry.planner.sampling import context_overflow_share, p99_of
 from registry.planner.search import MAX_SHED_RATE, Evaluation, Evaluator
 from registry.planner.step_time import Efficiency
 from registry.planner.unknowns import unknown_notes
+from registry.planner.version import PLANNER_VERSION
 from registry.records.evidence import LoadTestEvidence
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.workload import WorkloadProfile
-
-PLANNER_VERSION = "capgate-planner 0.3.0"
 
 # Requests one simulation draws at most: FLEET_GROUP x REQUESTS_PER_REPLICA (search.py),
 # whatever the fleet's size. The chart's points are shorter runs, except the peak's, which

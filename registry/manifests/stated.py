@@ -1,0 +1,35 @@
+"""The plan fields a set of manifests states, as the JSON a gate check sends.
+
+Standard library and YAML only: `gate check --server --manifests` reads the manifests
+with this and sends the result as it is; the server validates it
+(registry.manifests.consistency.StatedManifests) and compares it with the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from registry.manifests.from_manifests import manifest_fields
+from registry.manifests.loading import load_manifests
+
+
+def stated_document(paths: Sequence[str]) -> dict[str, Any]:
+    """``{"fields": {dotted plan field: {value, file, document, line}}}`` for ``paths``.
+
+    Raises InvalidInput naming file, document and line for a manifest that cannot be
+    read, as `plan from-manifests` does; needs no overlay.
+    """
+    manifests, _ = load_manifests(paths)
+    fields = manifest_fields(manifests, None, [])
+    stated: dict[str, dict[str, Any]] = {}
+    for name, (value, where) in sorted(fields.items()):
+        if isinstance(value, dict | list):
+            continue  # the whole replicas_per_zone map: its zones are stated one by one
+        stated[name] = {
+            "value": value,
+            "file": where.file,
+            "document": where.document,
+            "line": where.line,
+        }
+    return {"fields": stated}
