@@ -523,31 +523,15 @@ def extend_workload(group: typer.Typer) -> None:
             hash_block_tokens=hash_block_tokens,
             prefix_cache_tokens=prefix_cache_tokens,
         )
-        document = fit.profile.model_dump(mode="json", exclude_none=True)
-        if output is not None:
-            from cli.yaml_out import dump_yaml
+        from cli.profile_out import hand_over
 
-            try:
-                output.write_text(dump_yaml(document), encoding="utf-8")
-            except OSError as exc:
-                raise InvalidInput(f"cannot write: {exc.strerror}", source=str(output)) from None
-        if submit:
-            from cli.backend import open_backend
-            from registry.records.kinds import RecordKind
-
-            result = open_backend(server).submit(RecordKind.workload, document, source=str(file))
-            if json_out:
-                emit_json(result)
-            else:
-                typer.echo(_submit_line(result))
-            return
-        if output is not None:
-            classes = ", ".join(c.name for c in fit.profile.classes)
-            typer.echo(f"wrote {output}: {fit.rows} requests ({fit.form} trace), classes {classes}")
-            return
-        if json_out:
-            emit_json(document)
-            return
-        from cli.yaml_out import dump_yaml
-
-        typer.echo(dump_yaml(document).rstrip())
+        classes = ", ".join(c.name for c in fit.profile.classes)
+        hand_over(
+            fit.profile.model_dump(mode="json", exclude_none=True),
+            output=output,
+            submit=submit,
+            server=server,
+            json_out=json_out,
+            source=str(file),
+            wrote=f"wrote {output}: {fit.rows} requests ({fit.form} trace), classes {classes}",
+        )

@@ -32,12 +32,14 @@ def _db() -> typer.Typer:
 @cache
 def _workload() -> typer.Typer:
     from cli.evidence_cmds import extend_workload
+    from cli.observe import from_observation
     from cli.records import record_commands
 
     group = record_commands(
         "workload", "Workload profiles: token-work distributions per traffic class."
     )
     extend_workload(group)
+    group.command("from-observation")(from_observation)
     return group
 
 
@@ -91,6 +93,15 @@ def _plan() -> typer.Typer:
 
 
 @cache
+def _observation() -> typer.Typer:
+    from cli.records import record_commands
+
+    return record_commands(
+        "observation", "Observations: production traffic read from Prometheus (capgate observe)."
+    )
+
+
+@cache
 def _gate() -> typer.Typer:
     from cli.gate import gate_app
 
@@ -118,6 +129,7 @@ GROUPS: dict[str, Callable[[], typer.Typer]] = {
     "evidence": _evidence,
     "waiver": _waiver,
     "plan": _plan,
+    "observation": _observation,
     "gate": _gate,
     "audit": _audit,
     "token": _token,
@@ -220,6 +232,9 @@ def build(only: str | None = None) -> typer.Typer:
         if only is None or name == only:
             root.add_typer(make(), name=name)
     if only is None:
+        from cli.observe import observe
+
+        root.command("observe")(observe)
         root.command("serve")(serve)
     return root
 

@@ -36,3 +36,11 @@ capgate plan size chat-assistant-prod --chart out/chat-assistant-prod.png
 echo "== the release gate (exit 0 allow, 1 deny, 2 error), against the manifests that ship"
 capgate gate check chat-assistant-prod --manifests "$example/k8s" --format junit --output out/gate.xml
 capgate gate check chat-assistant-prod --manifests "$example/k8s"
+
+echo "== production signal: observe a local Prometheus holding the example's traffic"
+if { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || [[ ${EUID} -eq 0 ]]; then
+    bash scripts/demo_observe.sh
+else
+    echo "skipped: needs Prometheus and promtool (as root, scripts/ci/prometheus.sh installs" \
+        "Debian's); then run scripts/demo_observe.sh"
+fi

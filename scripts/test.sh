@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs everything (virtual environment, PostgreSQL,
-# OPA), runs the linters and type checks, then the whole test suite on SQLite and on
-# a real PostgreSQL server.
+# OPA, Prometheus), runs the linters and type checks, then the whole test suite on
+# SQLite and on a real PostgreSQL server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,10 @@ export CAPGATE_TEST_POSTGRES_URL
 step "opa"
 CAPGATE_OPA_BINARY="$(bash scripts/ci/opa.sh | tail -n 1)"
 export CAPGATE_OPA_BINARY
+
+step "prometheus"
+CAPGATE_PROMETHEUS_BINARY="$(bash scripts/ci/prometheus.sh | tail -n 1)"
+export CAPGATE_PROMETHEUS_BINARY
 
 step "ruff"
 .venv/bin/ruff check registry cli migrations tests benchmarks

@@ -16,6 +16,7 @@ import data.capgate.policies.load_test_coverage
 import data.capgate.policies.manifests_consistent
 import data.capgate.policies.memory_fit
 import data.capgate.policies.partitioning_justified
+import data.capgate.policies.production_drift
 import data.capgate.policies.reserve_explicit
 import data.capgate.policies.retries_bounded
 import data.capgate.policies.tail_slo
@@ -24,14 +25,14 @@ import data.capgate.policies.warm_replica_exclusion
 # METADATA
 # title: violations
 # description: The union of every policy's violations.
-violations := ((((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations) | memory_fit.violations) | manifests_consistent.violations
+violations := (((((((((((tail_slo.violations | reserve_explicit.violations) | drain_configured.violations) | warm_replica_exclusion.violations) | distributions_measured.violations) | load_test_coverage.violations) | admission_configured.violations) | retries_bounded.violations) | evidence_fresh.violations) | partitioning_justified.violations) | memory_fit.violations) | manifests_consistent.violations) | production_drift.violations
 
 # METADATA
 # title: notes
 # description: >-
 #   The union of every policy's notes: findings worth a reader's attention that do not
 #   block (a pessimistic claim, say). Policies without notes contribute nothing.
-notes := tail_slo.notes | evidence_fresh.notes
+notes := (tail_slo.notes | evidence_fresh.notes) | production_drift.notes
 
 # METADATA
 # title: decision

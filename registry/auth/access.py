@@ -19,6 +19,8 @@ WRITES: dict[tuple[str, str], frozenset[Role]] = {
     ("POST", "/plans"): SUBMIT,
     ("POST", "/evidence"): SUBMIT,
     ("POST", "/evidence/import"): SUBMIT,
+    # What production did (capgate observe --submit): engineers, or a scheduled pipeline job.
+    ("POST", "/observations"): frozenset({Role.submitter, Role.pipeline}),
     # Requesting a waiver; it applies only once an approver (someone else) approves it.
     ("POST", "/waivers"): frozenset({Role.submitter, Role.approver}),
     ("POST", "/waivers/{ref}/approvals"): frozenset({Role.approver}),

@@ -11,6 +11,7 @@ from registry.gate.input_document import (
     CalibrationInput,
     ClaimCheck,
     ContextFitInput,
+    DriftChangeInput,
     EvidenceClassInput,
     EvidenceFindings,
     EvidenceInput,
@@ -21,6 +22,7 @@ from registry.gate.input_document import (
     MemoryInput,
     PlanInput,
     PredictedClass,
+    ProductionInput,
     ProviderInput,
     RecomputationInput,
     Scenario,
@@ -31,6 +33,7 @@ from registry.planner.result import PlanRecomputation
 from registry.records.common import Basis, Distribution
 from registry.records.evidence import ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
+from registry.staleness.rules import Change
 
 if TYPE_CHECKING:
     from registry.manifests.consistency import StatedManifests
@@ -391,6 +394,37 @@ def recomputation_input(
     )
 
 
+def _drift_rows(changes: list[Change]) -> list[DriftChangeInput]:
+    return [
+        DriftChangeInput(
+            field=c.field,
+            planned=_finite(c.old),
+            observed=_finite(c.new),
+            threshold=c.threshold,
+            rule=c.rule,
+        )
+        for c in changes
+    ]
+
+
+def _finite(value: Any) -> Any:
+    # JSON (and so the policy input) holds no infinities.
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def production_input(context: PlanContext) -> ProductionInput:
+    signal = context.production
+    if signal is None:
+        return ProductionInput(observed=False)
+    return ProductionInput(
+        observed=True,
+        observation=signal.ref,
+        window_end=signal.observation.window_end.isoformat(),
+        drift=_drift_rows(signal.drift.changes),
+        slo_misses=_drift_rows(signal.drift.slo_misses),
+    )
+
+
 def manifests_input(plan: dict[str, Any], stated: StatedManifests | None) -> ManifestsInput:
     """The manifests section: what the manifests given with the check state against
     ``plan`` (the plan version's content, as validated)."""
@@ -456,4 +490,5 @@ def gate_input(
         evidence=[_evidence(item, context) for item in context.evidence],
         recomputation=recomputation_input(result, context, previous_calibration),
         manifests=manifests_input(dump, manifests),
+        production=production_input(context),
     )

@@ -16,9 +16,11 @@ from sqlalchemy.orm import Session
 from registry.evidence_lifecycle import withdrawn_ids
 from registry.gate.waiver_approvals import approvals_of
 from registry.gate.waivers import WaiverRecord
+from registry.observe.drift import Drift, drift
 from registry.records import service
 from registry.records.evidence import LoadTestEvidence
 from registry.records.kinds import RecordKind
+from registry.records.observation import Observation
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.references import pinned
@@ -39,6 +41,16 @@ class EvidenceItem:
 
 
 @dataclass(frozen=True)
+class ProductionSignal:
+    """The latest observation of the plan against the workload version it pins."""
+
+    row_id: int
+    ref: str
+    observation: Observation
+    drift: Drift
+
+
+@dataclass(frozen=True)
 class PlanContext:
     plan_row_id: int
     plan_view: RecordView
@@ -49,6 +61,7 @@ class PlanContext:
     provider: ProviderProfile
     evidence: list[EvidenceItem]
     waivers: list[WaiverRecord]
+    production: ProductionSignal | None = None
 
     @property
     def fresh_evidence(self) -> list[LoadTestEvidence]:
@@ -76,15 +89,48 @@ def _with_recorded(
     reasons = list(freshness.reasons)
     for staleness, cause, measured in records:
         for change in json.loads(staleness.changes):
+            measured_ref = pinned(measured.name, measured.version)
+            cause_ref = pinned(cause.name, cause.version)
             reason = (
-                f"{pinned(measured.name, measured.version)} -> {pinned(cause.name, cause.version)}"
-                f": {Change(**change).describe()}"
-            )
+                f"production drift: observation {cause_ref} of workload {measured_ref}"
+                if cause.kind == RecordKind.observation.value
+                else f"{measured_ref} -> {cause_ref}"
+            ) + f": {Change(**change).describe()}"
             if reason not in reasons:
                 reasons.append(reason)
     if reasons == freshness.reasons:
         return freshness
     return replace(freshness, fresh=False, reasons=reasons)
+
+
+def _production(
+    repo: RecordRepository,
+    plan_name: str,
+    workload_row: RecordRow,
+    workload: Versioned,
+    limits: StalenessThresholds,
+) -> ProductionSignal | None:
+    """The latest observation of any version of this plan that pins this workload version.
+
+    A new workload version (and a plan pinning it) leaves earlier observations behind: they
+    judged a workload the plan no longer rests on. A later observation that shows no drift
+    replaces one that did."""
+    observed = repo.referencing(RecordKind.observation.value, "workload", workload_row.id)
+    if not observed:
+        return None
+    plans = repo.references([row.id for row in observed])
+    mine = [row for row in observed if plans[row.id]["plan"].name == plan_name]
+    if not mine:
+        return None
+    latest = mine[-1]
+    observation = cast(Observation, service.load_model(latest))
+    found = drift(observation, cast(WorkloadProfile, workload.model), limits)
+    return ProductionSignal(
+        row_id=latest.id,
+        ref=pinned(latest.name, latest.version),
+        observation=observation,
+        drift=found,
+    )
 
 
 def load_plan_context(
@@ -162,6 +208,7 @@ def build_context(
         for row in waiver_rows
     ]
     return PlanContext(
+        production=_production(repo, plan_model.name, workload_row, workload_v, limits),
         plan_row_id=plan_row_id,
         plan_view=plan_view,
         plan=plan_model,

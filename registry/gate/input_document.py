@@ -343,6 +343,32 @@ class ManifestsInput(_Doc):
     )
 
 
+class DriftChangeInput(_Doc):
+    field: str = Field(
+        description="The workload field that moved, e.g. classes.chat.prompt_tokens.p99."
+    )
+    planned: Any = Field(description="The value the workload version states.")
+    observed: Any = Field(description="What production showed (see rule for how it was read).")
+    threshold: float | None
+    rule: str
+
+
+class ProductionInput(_Doc):
+    observed: bool = Field(
+        description="An observation of this plan against the workload version it pins exists."
+    )
+    observation: str | None = Field(
+        default=None, description="The latest such observation (name@vN)."
+    )
+    window_end: str | None = None
+    drift: list[DriftChangeInput] = Field(
+        default_factory=list, description="Material changes from the workload version."
+    )
+    slo_misses: list[DriftChangeInput] = Field(
+        default_factory=list, description="SLOs the observed buckets show were missed."
+    )
+
+
 class GateInput(_Doc):
     plan: PlanInput
     workload: WorkloadInput
@@ -353,6 +379,11 @@ class GateInput(_Doc):
     manifests: ManifestsInput = Field(
         default_factory=lambda: ManifestsInput(checked=False, discrepancies=[]),
         description="The manifests given with the check, compared with the plan.",
+    )
+    # A default, so decisions stored before production was observed still validate.
+    production: ProductionInput = Field(
+        default_factory=lambda: ProductionInput(observed=False),
+        description="What the latest observation of production says against the workload.",
     )
 
 

@@ -205,6 +205,8 @@ def _context_feeds(session: Session, context: PlanContext) -> Feeds:
         "waiver", [(str(ref.name), int(ref.version or 0)) for ref in waiver_refs]
     )
     ids = {context.plan_row_id, *evidence.values(), *waivers.values()}
+    if context.production is not None:
+        ids.add(context.production.row_id)
     pins = repo.refs(ids)
     ids |= {target for targets in pins.values() for target in targets.values()}
     return Feeds(record_ids=frozenset(ids), every_waiver=True)

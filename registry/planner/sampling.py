@@ -100,6 +100,15 @@ def lengths_at(
     return np.maximum(1, np.rint(drawn)).astype(np.int64)
 
 
+def profile_quantile(dist: Distribution, level: float) -> float:
+    """The value at CDF ``level`` (0-1) of the inverse CDF the sampler draws from, unrounded:
+    what the profile says its ``level`` quantile is, between its stated ones too."""
+    levels, values = inverse_cdf(dist)
+    if dist.quantiles:
+        return float(np.exp(np.interp(level, levels, np.log(values))))
+    return float(np.interp(level, levels, values))
+
+
 def joint_levels(
     joint: JointLengths, n: int, rng: np.random.Generator
 ) -> tuple[FloatArray, FloatArray]:

@@ -10,6 +10,7 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.records.common import Metadata
 from registry.records.evidence import EntryKind, LoadTestEvidence
 from registry.records.kinds import RecordKind
+from registry.records.observation import Observation
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.waiver import Waiver
@@ -60,6 +61,22 @@ def _check_plan(plan: CapacityPlan, targets: dict[str, BaseModel]) -> list[Field
             )
         )
     return problems
+
+
+def _check_observation(
+    observation: Observation, targets: dict[str, BaseModel]
+) -> list[FieldProblem]:
+    """Drift is judged against the workload the plan pins: the two must agree."""
+    plan = cast(CapacityPlan, targets["plan"])
+    if observation.workload != plan.workload:
+        return [
+            FieldProblem(
+                "workload",
+                f"{observation.workload} is not the workload plan {observation.plan} pins "
+                f"({plan.workload})",
+            )
+        ]
+    return []
 
 
 def _check_evidence(
@@ -116,6 +133,8 @@ def cross_check(kind: RecordKind, record: Metadata, targets: dict[str, BaseModel
         problems = _check_plan(cast(CapacityPlan, record), targets)
     elif kind is RecordKind.evidence:
         problems = _check_evidence(cast(LoadTestEvidence, record), targets)
+    elif kind is RecordKind.observation:
+        problems = _check_observation(cast(Observation, record), targets)
     else:
         problems = []
     if problems:

@@ -1,4 +1,4 @@
-"""The four record kinds and the schema each one is validated against.
+"""The record kinds and the schema each one is validated against.
 
 Schemas are imported on first use: listing or showing records needs only the kind's
 name, and building every pydantic schema costs the CLI a tenth of a second.
@@ -19,6 +19,7 @@ _SCHEMA_PATHS = {
     "evidence": "registry.records.evidence:LoadTestEvidence",
     "plan": "registry.records.plan:CapacityPlan",
     "waiver": "registry.records.waiver:Waiver",
+    "observation": "registry.records.observation:Observation",
 }
 
 COLLECTIONS = {
@@ -27,6 +28,7 @@ COLLECTIONS = {
     "evidence": "evidence",
     "plan": "plans",
     "waiver": "waivers",
+    "observation": "observations",
 }
 
 
@@ -36,6 +38,7 @@ class RecordKind(StrEnum):
     evidence = "evidence"
     plan = "plan"
     waiver = "waiver"
+    observation = "observation"
 
     @property
     def schema(self) -> type[Metadata]:

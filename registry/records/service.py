@@ -46,6 +46,11 @@ REF_FIELDS: dict[RecordKind, tuple[RefField, ...]] = {
         RefField(("workload",), "workload", RecordKind.workload),
         RefField(("provider",), "provider", RecordKind.provider),
     ),
+    # What production did under a plan: drift is judged against the workload it pins.
+    RecordKind.observation: (
+        RefField(("plan",), "plan", RecordKind.plan),
+        RefField(("workload",), "workload", RecordKind.workload),
+    ),
     RecordKind.evidence: (
         RefField(("measured_against", "workload"), "workload", RecordKind.workload),
         RefField(("measured_against", "provider"), "provider", RecordKind.provider),
@@ -269,6 +274,12 @@ def submit(
     settle(ctx.session, row)
     staleness_rows: list[StalenessRow] = []
     staled = on_new_version(ctx, kind=kind, row=row, written=staleness_rows)
+    review = None
+    if kind is RecordKind.observation:
+        from registry.observe.review import review_observation
+
+        review = review_observation(ctx, row=row, targets=targets, written=staleness_rows)
+        staled = review.staled
     view = to_view(row, targets)
     ctx.record_event(
         f"{kind.value}.submit",
@@ -285,6 +296,18 @@ def submit(
             ],
         },
     )
+    if review is not None and review.drift.review:
+        from registry.observe.review import REVIEW_EVENT
+
+        # After the submission's own event: the review is about the version just stored.
+        ctx.record_event(
+            REVIEW_EVENT,
+            review.event(
+                view.ref,
+                pinned(targets["plan"].name, targets["plan"].version),
+                pinned(targets["workload"].name, targets["workload"].version),
+            ),
+        )
     return SubmitResult(created=True, record=view)
 
 

@@ -53,7 +53,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _change_dicts(changes: list[Any]) -> list[dict[str, Any]]:
+def change_dicts(changes: list[Any]) -> list[dict[str, Any]]:
     out = []
     for change in changes:
         item = change.as_dict()
@@ -62,7 +62,7 @@ def _change_dicts(changes: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _insert(
+def insert_staleness(
     staleness: StalenessRepository,
     ctx: WriteContext,
     *,
@@ -139,13 +139,13 @@ def _stale_pinned_evidence(
         if measured.id not in old_models:
             old_models[measured.id] = load_model(measured)
         changes = material_changes(old_models[measured.id], new_model, limits)
-        if changes and _insert(
+        if changes and insert_staleness(
             staleness,
             ctx,
             evidence=evidence,
             cause=row,
             measured=measured,
-            changes=_change_dicts(changes),
+            changes=change_dicts(changes),
             written=written,
         ):
             staled.append(pinned(evidence.name, evidence.version))
@@ -166,7 +166,7 @@ def _stale_on_new_evidence(
     staled: list[str] = []
     if row.version > 1:
         previous = records.by_version(row.kind, row.name, row.version - 1)
-        if previous is not None and _insert(
+        if previous is not None and insert_staleness(
             staleness,
             ctx,
             evidence=previous,
@@ -195,13 +195,13 @@ def _stale_on_new_evidence(
             continue
         limits = limits or load_thresholds()
         changes = material_changes(load_model(pin), load_model(latest), limits)
-        if changes and _insert(
+        if changes and insert_staleness(
             staleness,
             ctx,
             evidence=row,
             cause=latest,
             measured=pin,
-            changes=_change_dicts(changes),
+            changes=change_dicts(changes),
             written=written,
         ):
             ref = pinned(row.name, row.version)

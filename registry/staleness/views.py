@@ -47,6 +47,9 @@ def entry_reason(
 ) -> str:
     if cause_kind is RecordKind.evidence:
         return f"{REPLACED_RULE}: {measured} replaced by {cause}"
+    if cause_kind is RecordKind.observation:
+        described = "; ".join(change.describe() for change in changes)
+        return f"production drift: observation {cause} of workload {measured}: {described}"
     described = "; ".join(change.describe() for change in changes)
     return f"{cause_kind.value} {measured} -> {cause}: {described}"
 

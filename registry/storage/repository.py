@@ -158,6 +158,21 @@ class RecordRepository:
             )
         )
 
+    def referencing(self, kind: str, role: str, target_id: int) -> list[RecordRow]:
+        """Every version of ``kind`` whose ``role`` reference is the row ``target_id``,
+        oldest first."""
+        return list(
+            self.session.scalars(
+                select(RecordRow)
+                .join(
+                    RecordRefRow,
+                    (RecordRefRow.record_id == RecordRow.id) & (RecordRefRow.role == role),
+                )
+                .where(RecordRow.kind == kind, RecordRefRow.target_id == target_id)
+                .order_by(RecordRow.id)
+            )
+        )
+
     def evidence_for(self, workload_name: str, provider_name: str) -> list[RecordRow]:
         """Every evidence version measured against any version of both named records."""
         return list(
@@ -321,10 +336,11 @@ class StalenessRepository:
         self.session = session
 
     def latest_evidence_pinned_before(
-        self, role: str, target: RecordRow
+        self, role: str, target: RecordRow, *, inclusive: bool = False
     ) -> list[tuple[RecordRow, RecordRow]]:
         """(evidence, pinned version) for the latest version of each evidence name whose
-        `role` reference points at an older version of `target`'s series."""
+        `role` reference points at an older version of `target`'s series (or at `target`
+        itself too, when ``inclusive``)."""
         rows = self.session.execute(
             select(_EVIDENCE, _PINNED)
             .join(
@@ -335,7 +351,9 @@ class StalenessRepository:
                 _EVIDENCE.kind == "evidence",
                 _PINNED.kind == target.kind,
                 _PINNED.name == target.name,
-                _PINNED.version < target.version,
+                _PINNED.version <= target.version
+                if inclusive
+                else _PINNED.version < target.version,
                 _is_latest(_EVIDENCE),
             )
             .order_by(_EVIDENCE.name)

@@ -27,6 +27,7 @@ from registry.storage.database import Database
 from tests.api.test_gate_api import register, settings
 from tests.factories import example
 from tests.support.auth import bearer, token_for
+from tests.support.observations import observation_document
 
 PLAN = "chat-assistant-prod"
 TEAM = "team-assistant@example.com"
@@ -63,6 +64,9 @@ class World:
         assert response.status_code == 201, response.text
         return str(response.json()["record"]["ref"])
 
+    def fresh_observation(self) -> dict[str, Any]:
+        return observation_document(name=f"observation-{next(self.counter)}")
+
     def fresh_token(self) -> str:
         return token_for(self.database, subject=f"victim-{next(self.counter)}").split("_")[1]
 
@@ -76,6 +80,13 @@ SAMPLES: dict[tuple[str, str], Callable[[World], Request]] = {
         {},
     ),
     ("POST", "/v1/workloads"): lambda w: ("/v1/workloads", {"json": example("workload")}),
+    ("GET", "/v1/observations"): lambda w: ("/v1/observations", {}),
+    ("GET", "/v1/observations/{ref}"): lambda w: ("/v1/observations/observation-seed", {}),
+    ("GET", "/v1/observations/{name}/versions"): lambda w: (
+        "/v1/observations/observation-seed/versions",
+        {},
+    ),
+    ("POST", "/v1/observations"): lambda w: ("/v1/observations", {"json": w.fresh_observation()}),
     ("GET", "/v1/providers"): lambda w: ("/v1/providers", {}),
     ("GET", "/v1/providers/{ref}"): lambda w: ("/v1/providers/llama31-8b-h100-vllm", {}),
     ("GET", "/v1/providers/{name}/versions"): lambda w: (
@@ -198,6 +209,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         decision = admin.post("/v1/gate/checks", json={"plan": PLAN})
         assert decision.status_code == 200, decision.text
         world = World(app, database, admin, decision.json()["id"], itertools.count())
+        seeded = admin.post("/v1/observations", json=observation_document("observation-seed"))
+        assert seeded.status_code == 201, seeded.text
         waiver = world.fresh_waiver()  # waiver-0, read by the GET samples
         approved = admin.post(f"/v1/waivers/{waiver}/approvals", json={})
         assert approved.status_code == 201, approved.text

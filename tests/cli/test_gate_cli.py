@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from registry.gate.formats import escape_data
+from registry.gate.report import policy_ids
+from registry.policy.bundle import load_bundle
 from tests.factories import EXAMPLE_EVIDENCE, example, example_path, write_load_test
 from tests.support.opa_server import free_port, running_opa
 
@@ -142,7 +144,7 @@ def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path)
     assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
     _, suite = junit_report(tmp_path, env, exit_code=1)
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert len(cases) == 12
+    assert sorted(cases) == policy_ids(list(load_bundle().modules)) and len(cases) == 13
     assert cases["drain_configured"].find("failure") is not None
     assert all(
         case.find("failure") is None for name, case in cases.items() if name != "drain_configured"

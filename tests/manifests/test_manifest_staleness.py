@@ -8,36 +8,24 @@ a copy of the manifests is edited and submitted again. The CLI runs in-process
 
 from __future__ import annotations
 
-import json
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from cli.main import app
 from tests.manifests.helpers import EXAMPLE, K8S, PROVIDER, WORKLOAD
+from tests.support.cli_runner import Capgate as InProcess
 
 PLAN = "chat-assistant-prod"
 EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 LOAD_TEST = EXAMPLE / "load-test"
 
 
-class Capgate:
-    """`capgate ARGS` in this process, on one registry."""
-
-    def __init__(self) -> None:
-        self.runner = CliRunner()
-
-    def __call__(self, *args: str, code: int = 0) -> Result:
-        result = self.runner.invoke(app, list(args))
-        assert result.exit_code == code, (result.output, result.exception)
-        return result
-
-    def json(self, *args: str, code: int = 0) -> Any:
-        return json.loads(self(*args, "--json", code=code).stdout)
+class Capgate(InProcess):
+    """`capgate ARGS` in this process, on one registry, with the manifests' command."""
 
     def from_manifests(self, folder: Path) -> Result:
         # As the README runs it: the overlay beside the manifests, never read as one.

@@ -554,7 +554,44 @@ def compliant__manifests_agree(doc: Doc) -> list[str]:
     return []
 
 
+def production_drift__prompts_grew(doc: Doc) -> list[str]:
+    """Production's interactive prompts grew 30 % since the workload profile was measured
+    (the observation's buckets at 5,000 and 10,000 tokens show it around p90 and p99)."""
+    doc["production"] = {
+        "observed": True,
+        "observation": "chat-assistant-prod-live@v2",
+        "window_end": "2026-11-29T00:00:00+00:00",
+        "drift": [
+            {
+                "field": "classes.interactive.prompt_tokens.p99",
+                "planned": 6100.0,
+                "observed": 7678.9,
+                "threshold": 0.1,
+                "rule": "grew 26% around p99 (vllm:request_prompt_tokens: 95.2% of requests "
+                "<= 5000 where the profile has 3887; 99.3% of requests <= 10000 where the "
+                "profile has 7944)",
+            }
+        ],
+        "slo_misses": [],
+    }
+    return ["production_drift/workload_drifted"]
+
+
+def compliant__production_matches(doc: Doc) -> list[str]:
+    """An observation of production shows the traffic the workload profile describes."""
+    doc["production"] = {
+        "observed": True,
+        "observation": "chat-assistant-prod-live@v1",
+        "window_end": "2026-11-29T00:00:00+00:00",
+        "drift": [],
+        "slo_misses": [],
+    }
+    return []
+
+
 CASES: list[Callable[[Doc], list[str]]] = [
+    production_drift__prompts_grew,
+    compliant__production_matches,
     tail_slo__evidence_missed_at_peak,
     tail_slo__no_evidence_at_peak,
     tail_slo__evidence_below_zone_lost_rate,

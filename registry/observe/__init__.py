@@ -1,0 +1,1 @@
+"""Production signal: vLLM's Prometheus series read back as an observed workload."""

@@ -1,0 +1,44 @@
+"""The README's production-signal section says what the code does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from registry.observe.catalog import markdown_table
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def readme_block(name: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(rf"<!-- {name}:begin -->\n(.*?)<!-- {name}:end -->", text, re.S)
+    assert match, f"README has no {name} block"
+    return match.group(1)
+
+
+def test_series_table_is_generated_from_the_catalog() -> None:
+    assert readme_block("observe-metrics").strip() == markdown_table(), (
+        "README's series table is out of date: python -m registry.observe.catalog"
+    )
+
+
+def documented_queries(selector: str, label: str, window: str, step: str) -> list[str]:
+    """The README's PromQL table with S, L, W and D filled in."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| what | query |") : text.index("Every query sent is stored")]
+    queries = []
+    for row in table.splitlines()[2:]:
+        cells = row.split("|")
+        if len(cells) < 4:
+            continue  # the blank line after the table
+        for query in re.findall(r"`([^`]*\(.*?)`", cells[2]):
+            queries.append(
+                query.replace("{S}", "{" + selector + "}")
+                .replace("(le, L)", f"(le, {label})")
+                .replace("(finished_reason, L)", f"(finished_reason, {label})")
+                .replace("by (L)", f"by ({label})")
+                .replace("[W]", f"[{window}]")
+                .replace("[W:D]", f"[{window}:{step}]")
+            )
+    return queries
