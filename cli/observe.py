@@ -93,7 +93,7 @@ def _text(observation: Observation, found: Drift, workload_ref: str) -> str:
     else:
         lines.append(f"no drift from workload {workload_ref}")
     if found.slo_misses:
-        lines.append("REVIEW: SLOs missed in production:")
+        lines.append("REVIEW: SLOs or the plan's claims missed in production:")
         lines += [f"  {change.describe()}" for change in found.slo_misses]
     return "\n".join(lines)
 
@@ -152,7 +152,7 @@ def observe(
     workload version the plan pins. Exit 0 when they match, 1 when production drifted or
     missed an SLO (review), 2 on an error (Prometheus down, a timeout, no series)."""
     from cli.backend import open_backend
-    from registry.observe.drift import drift
+    from registry.observe.drift import drift, plan_claims
     from registry.observe.prometheus import Prometheus
     from registry.observe.read import Target
     from registry.observe.read import observe as read
@@ -190,7 +190,7 @@ def observe(
             end=finish,
             progress=_say,
         )
-    found = drift(observation, workload, load_thresholds())
+    found = drift(observation, workload, load_thresholds(), plan_claims(plan_model))
     submitted = None
     if submit:
         submitted = backend.submit(

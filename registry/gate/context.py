@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from registry.evidence_lifecycle import withdrawn_ids
 from registry.gate.waiver_approvals import approvals_of
 from registry.gate.waivers import WaiverRecord
-from registry.observe.drift import Drift, drift
+from registry.observe.drift import Drift, drift, plan_claims
 from registry.records import service
 from registry.records.evidence import LoadTestEvidence
 from registry.records.kinds import RecordKind
@@ -105,7 +105,7 @@ def _with_recorded(
 
 def _production(
     repo: RecordRepository,
-    plan_name: str,
+    plan: CapacityPlan,
     workload_row: RecordRow,
     workload: Versioned,
     limits: StalenessThresholds,
@@ -119,12 +119,12 @@ def _production(
     if not observed:
         return None
     plans = repo.references([row.id for row in observed])
-    mine = [row for row in observed if plans[row.id]["plan"].name == plan_name]
+    mine = [row for row in observed if plans[row.id]["plan"].name == plan.name]
     if not mine:
         return None
     latest = mine[-1]
     observation = cast(Observation, service.load_model(latest))
-    found = drift(observation, cast(WorkloadProfile, workload.model), limits)
+    found = drift(observation, cast(WorkloadProfile, workload.model), limits, plan_claims(plan))
     return ProductionSignal(
         row_id=latest.id,
         ref=pinned(latest.name, latest.version),
@@ -208,7 +208,7 @@ def build_context(
         for row in waiver_rows
     ]
     return PlanContext(
-        production=_production(repo, plan_model.name, workload_row, workload_v, limits),
+        production=_production(repo, plan_model, workload_row, workload_v, limits),
         plan_row_id=plan_row_id,
         plan_view=plan_view,
         plan=plan_model,

@@ -5,8 +5,9 @@ judged on what buckets measure: the share of requests at or below each bucket bo
 exact, so a length quantile is compared at the bounds around it (the profile's quantile
 at the observed share, against the bound), never through an interpolated value (inside
 vLLM's 5,000-10,000 token bucket an interpolation can say nothing about a 10 % move). Rates
-and shares are compared as staleness compares them. Separately, an SLO the observed
-buckets show was missed (fewer than 99 % of requests within it) calls for review too.
+and shares are compared as staleness compares them. Separately, an SLO of the workload or
+a p99 the plan claims that the observed buckets show was missed (fewer than 99 % of
+requests within it) calls for review too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from registry.records.common import Distribution
 from registry.records.observation import Observation, ObservedClass, ObservedHistogram
+from registry.records.plan import CapacityPlan
 from registry.records.workload import TrafficClass, WorkloadProfile
 from registry.staleness.rules import QUANTILES_WATCHED, Change, StalenessThresholds
 
@@ -151,14 +153,50 @@ def _slo_misses(observed: ObservedClass) -> Iterator[Change]:
                 f"classes.{observed.name}.slo.{attained.objective}",
                 f"{attained.target:.0%} within {attained.limit_ms:g} ms",
                 f"at most {attained.share_at_most:.2%}",
-                "SLO attainment below the plan's objective",
+                "SLO attainment below the workload's objective",
                 attained.target,
             )
 
 
+def _claim_misses(observed: ObservedClass, claims: dict[str, float]) -> Iterator[Change]:
+    """A p99 the plan claims (tighter than the SLO) that the observed buckets show was
+    missed: fewer than 99 % of requests within it, whatever lies inside the bucket."""
+    from registry.observe.read import attainment
+
+    histograms = {
+        key: histogram
+        for key, histogram in (
+            ("ttft", observed.ttft),
+            ("itl", observed.itl),
+            ("e2e", observed.e2e),
+        )
+        if histogram is not None
+    }
+    for attained in attainment(histograms, claims):
+        if attained.met is False:
+            yield Change(
+                f"classes.{observed.name}.claims.{attained.objective}",
+                f"{attained.target:.0%} within {attained.limit_ms:g} ms",
+                f"at most {attained.share_at_most:.2%}",
+                "the plan's claim missed in production",
+                attained.target,
+            )
+
+
+def plan_claims(plan: CapacityPlan) -> dict[str, dict[str, float]]:
+    """The plan's per-class p99 claims as ``drift`` takes them."""
+    return {
+        name: claim.model_dump(exclude_none=True) for name, claim in plan.claims.per_class.items()
+    }
+
+
 def drift(
-    observation: Observation, workload: WorkloadProfile, limits: StalenessThresholds
+    observation: Observation,
+    workload: WorkloadProfile,
+    limits: StalenessThresholds,
+    claims: dict[str, dict[str, float]] | None = None,
 ) -> Drift:
+    """``claims``: the plan's per-class p99 claims (class -> {ttft_p99_ms: ...})."""
     planned = {c.name: c for c in workload.classes}
     seen = {c.name: c for c in observation.classes}
     changes = [
@@ -173,4 +211,5 @@ def drift(
     for name in sorted(planned.keys() & seen.keys()):
         changes.extend(_class_changes(planned[name], seen[name], limits))
         misses.extend(_slo_misses(seen[name]))
+        misses.extend(_claim_misses(seen[name], (claims or {}).get(name, {})))
     return Drift(changes=changes, slo_misses=misses, notes=notes)

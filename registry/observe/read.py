@@ -270,7 +270,7 @@ def interarrival_cv(counts: Sequence[float]) -> float | None:
     return math.sqrt(spread * spread / level)
 
 
-def _attainment(
+def attainment(
     histograms: dict[str, ObservedHistogram], slo: dict[str, float]
 ) -> list[SloAttainment]:
     out = []
@@ -407,7 +407,7 @@ def _build(
                 itl=own.get("itl"),
                 e2e=own.get("e2e"),
                 queue=own.get("queue"),
-                slo=_attainment(own, target.classes.get(cls, {})),
+                slo=attainment(own, target.classes.get(cls, {})),
             )
         )
     if not classes:

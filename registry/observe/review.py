@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from registry.observe.drift import Drift, drift
+from registry.observe.drift import Drift, drift, plan_claims
 from registry.records.observation import Observation
+from registry.records.plan import CapacityPlan
 from registry.records.references import pinned
 from registry.records.workload import WorkloadProfile
 from registry.staleness.rules import Change, StalenessThresholds
@@ -70,7 +71,8 @@ def review_observation(
     observation = cast(Observation, load_model(row))
     workload_row = targets["workload"]
     workload = cast(WorkloadProfile, load_model(workload_row))
-    found = drift(observation, workload, limits)
+    plan = cast(CapacityPlan, load_model(targets["plan"]))
+    found = drift(observation, workload, limits, plan_claims(plan))
     staled: list[str] = []
     if found.material:
         staleness = StalenessRepository(ctx.session)

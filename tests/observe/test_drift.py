@@ -72,3 +72,28 @@ def test_peak_growth_and_an_unplanned_class_are_material(workload: WorkloadProfi
     assert fields["classes.interactive.arrival.peak_rps"].new == 60.0
     assert "classes.agents" in fields
     assert result.notes == ["class batch: no traffic observed in the window"]
+
+
+def test_a_claimed_p99_missed_in_production_calls_for_review_not_drift(
+    workload: WorkloadProfile,
+) -> None:
+    import math
+
+    from registry.observe.histogram import Buckets
+    from registry.observe.read import _histogram
+
+    interactive, batch = workload.classes
+    # 96 % of first tokens within 250 ms, 2 % between 250 and 500 ms, 2 % later: at most
+    # 98 % within the 290 ms the plan claims for p99 (its SLO is 1,500 ms, which is met).
+    ttft = Buckets.from_pairs([(0.25, 9_600), (0.5, 9_800), (1.0, 10_000), (math.inf, 10_000)])
+    seen = observed(interactive).model_copy(
+        update={"ttft": _histogram("vllm:time_to_first_token_seconds", "seconds", ttft, 900.0)}
+    )
+    claims = {"interactive": {"ttft_p99_ms": 290.0, "tpot_p99_ms": 21.0}}
+    result = drift(observation([seen, observed(batch)]), workload, LIMITS, claims)
+    assert result.changes == [] and result.review
+    (miss,) = result.slo_misses
+    assert miss.field == "classes.interactive.claims.ttft_p99_ms"
+    assert miss.old == "99% within 290 ms" and miss.new == "at most 98.00%"
+    # Claims without a histogram to judge them (no ITL here) are not judged.
+    assert not any("tpot" in m.field for m in result.slo_misses)
