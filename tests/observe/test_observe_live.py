@@ -30,6 +30,7 @@ from tests.observe.test_docs import documented_queries
 from tests.support.cli_runner import Capgate
 from tests.support.opa_server import free_port
 from tests.support.prometheus import (
+    AS_CLAIMED,
     BackfilledPrometheus,
     Dataset,
     classes_from_profile,
@@ -41,7 +42,7 @@ PLAN = "chat-assistant-prod"
 PROFILE = WorkloadProfile.model_validate(yaml.safe_load((EXAMPLE / "workload.yaml").read_text()))
 END = math.floor((datetime.now(UTC).timestamp() - 120) / 60) * 60  # whole minutes: steps align
 BASE = Dataset(
-    classes=classes_from_profile(PROFILE, rate_scale=0.1, with_peak=False),
+    classes=classes_from_profile(PROFILE, rate_scale=0.1, with_peak=False, latency=AS_CLAIMED),
     runtime_version="0.10.2",
     duration_s=7200,
     end=END,

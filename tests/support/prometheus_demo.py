@@ -25,6 +25,7 @@ import yaml
 
 from registry.records.workload import WorkloadProfile
 from tests.support.prometheus import (
+    AS_CLAIMED,
     Dataset,
     classes_from_profile,
     find_binaries,
@@ -47,7 +48,7 @@ def main() -> None:
     profile = WorkloadProfile.model_validate(yaml.safe_load(Path(sys.argv[1]).read_text()))
     end = math.floor((time.time() - 120) / 60) * 60
     base = Dataset(
-        classes=classes_from_profile(profile, rate_scale=0.1, with_peak=False),
+        classes=classes_from_profile(profile, rate_scale=0.1, with_peak=False, latency=AS_CLAIMED),
         duration_s=7200,
         end=end,
         namespace="assistant",
