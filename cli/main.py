@@ -233,8 +233,10 @@ def build(only: str | None = None) -> typer.Typer:
             root.add_typer(make(), name=name)
     if only is None:
         from cli.observe import observe
+        from cli.report import report
 
         root.command("observe")(observe)
+        root.command("report")(report)
         root.command("serve")(serve)
     return root
 

@@ -2,7 +2,7 @@
 # The README's first command: install capgate and run the worked example end to end
 # on the embedded defaults (a SQLite registry in your data directory, the in-process
 # Rego engine): register a workload, a provider and a plan, import the load test's result
-# files as evidence, recompute the plan, and check the gate.
+# files as evidence, recompute the plan, check the gate and write the decision's report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +36,9 @@ capgate plan size chat-assistant-prod --chart out/chat-assistant-prod.png
 echo "== the release gate (exit 0 allow, 1 deny, 2 error), against the manifests that ship"
 capgate gate check chat-assistant-prod --manifests "$example/k8s" --format junit --output out/gate.xml
 capgate gate check chat-assistant-prod --manifests "$example/k8s"
+
+echo "== the report: one self-contained HTML file (verdict, plan against recomputation, charts, evidence, audit)"
+capgate report chat-assistant-prod --output out/chat-assistant-prod.html
 
 echo "== production signal: observe a local Prometheus holding the example's traffic"
 if { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || [[ ${EUID} -eq 0 ]]; then

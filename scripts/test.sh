@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs everything (virtual environment, PostgreSQL,
-# OPA, Prometheus), runs the linters and type checks, then the whole test suite on
-# SQLite and on a real PostgreSQL server.
+# OPA, Prometheus, Chromium), runs the linters and type checks, then the whole test
+# suite on SQLite and on a real PostgreSQL server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +21,12 @@ export CAPGATE_OPA_BINARY
 step "prometheus"
 CAPGATE_PROMETHEUS_BINARY="$(bash scripts/ci/prometheus.sh | tail -n 1)"
 export CAPGATE_PROMETHEUS_BINARY
+
+step "chromium"
+CAPGATE_CHROMEDRIVER="$(bash scripts/ci/chromium.sh | tail -n 1)"
+export CAPGATE_CHROMEDRIVER
+# Screenshots the page tests take, kept for review (CI can keep out/ as an artifact).
+export CAPGATE_SCREENSHOTS="${CAPGATE_SCREENSHOTS:-out/screenshots}"
 
 step "ruff"
 .venv/bin/ruff check registry cli migrations tests benchmarks

@@ -355,6 +355,15 @@ def check(
 def get_decision(
     session: Session, decision_id: str, *, current_revision: str | None
 ) -> DecisionView:
+    return get_decision_with_input(session, decision_id, current_revision=current_revision)[0]
+
+
+def get_decision_with_input(
+    session: Session, decision_id: str, *, current_revision: str | None
+) -> tuple[DecisionView, dict[str, Any]]:
+    """The decision and the input document it was taken on (re-hashed against its input
+    digest; it carries the recomputation's digest as `recomputation_digest`). An error
+    decision taken before its input was assembled has an empty one."""
     try:
         uuid.UUID(decision_id)
     except ValueError:
@@ -370,7 +379,7 @@ def get_decision(
         raise NotFound(f"no decision {decision_id}")
     plan = session.get(RecordRow, row.plan_record_id)
     assert plan is not None  # foreign key
-    return _to_view(row, plan, current_revision)
+    return _to_view(row, plan, current_revision), _stored_input(row)
 
 
 def list_decisions(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel
+from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
@@ -88,6 +89,26 @@ def _view(row: RecomputationRow, plan_ref: str) -> RecomputationView:
         created_by=row.created_by,
         result=PlanRecomputation.model_validate(json.loads(row.result)),
     )
+
+
+def stored_recomputation(
+    session: Session, *, plan_row_id: int, plan_ref: str, digest: str
+) -> tuple[RecomputationView, int] | None:
+    """The stored recomputation of this plan version whose result has ``digest`` (what a
+    decision's input names), re-hashed on read; None when there is none."""
+    row = GateRepository(session).recomputation_by_digest(plan_row_id, digest)
+    return None if row is None else (_view(row, plan_ref), row.id)
+
+
+def current_recomputation(
+    session: Session, context: PlanContext, *, seed: int = DEFAULT_SEED
+) -> tuple[RecomputationView, int] | None:
+    """The stored recomputation `size_plan` would reuse now (same inputs, planner version,
+    calibrating evidence and seed), without computing or storing anything."""
+    row = GateRepository(session).recomputation(
+        context.plan_row_id, inputs_key(context), PLANNER_VERSION, calibration_key(context), seed
+    )
+    return None if row is None else (_view(row, context.plan_view.ref), row.id)
 
 
 # The planner is pure and seeded: the same inputs always give the same result, so one

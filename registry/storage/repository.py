@@ -228,6 +228,19 @@ class GateRepository:
             )
         )
 
+    def recomputation_by_digest(self, plan_record_id: int, digest: str) -> RecomputationRow | None:
+        """A stored recomputation of this plan version with this result digest (the one a
+        decision's input names), the earliest if the same result was stored twice."""
+        return self.session.scalar(
+            select(RecomputationRow)
+            .where(
+                RecomputationRow.plan_record_id == plan_record_id,
+                RecomputationRow.digest == digest,
+            )
+            .order_by(RecomputationRow.id)
+            .limit(1)
+        )
+
     def add(self, row: RecomputationRow | DecisionRow) -> None:
         self.session.add(row)
         self.session.flush()

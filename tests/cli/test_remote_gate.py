@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_cli import running_server
 from tests.cli.test_gate_cli import capgate, import_load_test, short_grace
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
+from tests.support.http_stub import serving
 
 PLAN = "chat-assistant-prod"
 ALLOWS, DENIES = f"{PLAN}@v1", f"{PLAN}@v2"
@@ -259,15 +259,8 @@ class Garbage(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def garbage_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(Garbage) as url:
+        yield url
 
 
 NOT_A_DECISION = (

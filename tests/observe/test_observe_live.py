@@ -28,6 +28,7 @@ import yaml
 from registry.records.workload import WorkloadProfile
 from tests.observe.test_docs import documented_queries
 from tests.support.cli_runner import Capgate
+from tests.support.http_stub import serving
 from tests.support.opa_server import free_port
 from tests.support.prometheus import (
     AS_CLAIMED,
@@ -234,12 +235,8 @@ def slow_server() -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Slow) as url:
+        yield url
 
 
 def test_fail_a_query_timeout_is_exit_2(capgate: Capgate, slow_server: str) -> None:

@@ -36,6 +36,7 @@ Helpers: :func:`rendered` (an element's on-screen size and visible text),
 from __future__ import annotations
 
 import base64
+import contextlib
 import ipaddress
 import json
 import os
@@ -53,7 +54,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -141,7 +141,9 @@ def chromium_options(binaries: ChromiumBinaries, user_data_dir: Path) -> Options
         options.add_argument(argument)
     # The DevTools network events, for external_requests().
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
+    options.add_experimental_option(
+        "perfLoggingPrefs", {"enableNetwork": True, "enablePage": False}
+    )
     return options
 
 
@@ -189,7 +191,7 @@ class HeadlessChromium:
             try:
                 self._reset(self._driver)
                 return self._driver
-            except WebDriverException:
+            except Exception:  # dead: WebDriverException, or urllib3's connection errors
                 self.close()
         self._driver = start_chromium(self.binaries, self.workdir)
         self._reset(self._driver)
@@ -200,15 +202,14 @@ class HeadlessChromium:
         driver.get("about:blank")
         driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
         driver.set_window_size(WINDOW_WIDTH, WINDOW_HEIGHT)
-        driver.get_log("performance")  # drain
+        _performance_log(driver)  # drain
 
     def close(self) -> None:
         driver, self._driver = self._driver, None
         if driver is not None:
-            try:
+            # Already dead or not: quit() stops chromedriver either way.
+            with contextlib.suppress(Exception):
                 driver.quit()
-            except WebDriverException:
-                pass
 
 
 # ---- what a person sees ---------------------------------------------------------------
@@ -256,13 +257,19 @@ def is_local_url(url: str) -> bool:
         return False
 
 
+def _performance_log(driver: WebDriver) -> list[dict[str, Any]]:
+    """The DevTools events logged since the last call (chromedriver's performance log)."""
+    entries: list[dict[str, Any]] = driver.get_log("performance")  # type: ignore[no-untyped-call]
+    return entries
+
+
 def external_requests(driver: WebDriver) -> list[str]:
     """URLs of the requests the browser attempted to send off this machine since the last
     call (or since the ``browser`` fixture reset it), blocked or not: page loads, form
     submissions, images, scripts, styles, fonts, fetches, websockets. Drains the
     DevTools network log."""
     urls: list[str] = []
-    for entry in driver.get_log("performance"):
+    for entry in _performance_log(driver):
         message = json.loads(entry["message"])["message"]
         if message["method"] == "Network.requestWillBeSent":
             url = message["params"]["request"]["url"]

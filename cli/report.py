@@ -1,0 +1,85 @@
+"""`capgate report PLAN [--decision ID] [--output FILE]`: a self-contained HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def report(
+    plan: Annotated[str, typer.Argument(help="Plan reference: name, name@vN or sha256:...")],
+    decision: Annotated[
+        str | None,
+        typer.Option(
+            "--decision",
+            help="The decision to report on (an id from `capgate gate list`); default: the "
+            "plan version's latest decision, if any.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The HTML file to write (its folder is created). Default: out/PLAN.html, "
+            "PLAN the plan's name.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Write one self-contained HTML report on PLAN: the verdict and every violation, the
+    plan against the planner's recomputation, latency, failure-scenario and warm-up
+    charts, the evidence and its freshness, the calibration, and every input's digest with
+    the audit event that recorded the decision. Read-only: it runs no gate check and stores
+    nothing (without a decision the report says so). Local registry only."""
+    from datetime import UTC, datetime
+
+    from cli.output import fail
+    from registry.records.references import parse_ref
+    from registry.report.data import gather
+    from registry.report.render import render_report
+    from registry.settings import Settings
+    from registry.staleness.thresholds import load_thresholds
+    from registry.storage.database import Database
+
+    settings = Settings.from_env()
+    if settings.server:
+        fail(
+            "capgate report reads the registry directly; it has no --server mode: run it "
+            "where the registry's database is (unset CAPGATE_SERVER)"
+        )
+    parse_ref(plan, loc="plan")  # a malformed reference is refused before the registry is read
+    database = Database(settings.database_url)
+    try:
+        data = gather(
+            database,
+            plan_ref=plan,
+            decision_id=decision,
+            now=datetime.now(UTC),
+            limits=load_thresholds(),
+            current_revision=_bundle_revision(),
+        )
+    finally:
+        database.engine.dispose()
+    html = render_report(data)
+    target = output or Path("out") / f"{data.plan.name}.html"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{target}: cannot write the report: {exc.strerror or exc}")
+    size_kib = len(html.encode("utf-8")) / 1024
+    typer.echo(f"{data.verdict} {data.plan_ref}: report written to {target} ({size_kib:,.0f} KiB)")
+
+
+def _bundle_revision() -> str | None:
+    """The installed policy bundle's revision, to say whether an allow needs a recheck."""
+    try:
+        from registry.policy.bundle import load_bundle
+
+        return load_bundle().revision
+    except Exception:
+        return None

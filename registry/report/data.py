@@ -1,0 +1,469 @@
+"""Everything a report shows, read from the registry in one read transaction.
+
+A report is read-only: it never runs a gate check and never stores a recomputation. It is
+about one plan version and, when there is one, one decision on it (the one asked for, else
+the plan version's latest):
+
+- with a decision, the evidence is listed as the gate saw it (the decision's stored input,
+  re-hashed against its digest) beside what it is now, and the recomputation is the one
+  the decision names by digest;
+- without one, the evidence is judged now, and the recomputation is the stored one for
+  the plan's current inputs, else computed here and not stored (said so in the report).
+
+Every input's digest comes with the audit event that stored it (registry.report.trail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from registry.audit.chain import as_utc
+from registry.errors import FieldProblem, InvalidInput
+from registry.gate.context import EvidenceItem, PlanContext, load_plan_context
+from registry.gate.service import get_decision_with_input, list_decisions
+from registry.gate.views import DecisionView
+from registry.planner.result import PlanRecomputation
+from registry.records import service
+from registry.records.evidence import LoadTestEvidence
+from registry.records.kinds import RecordKind
+from registry.records.plan import CapacityPlan
+from registry.records.provider import ProviderProfile
+from registry.records.references import parse_ref, pinned
+from registry.records.workload import WorkloadProfile
+from registry.report.trail import TrailEvent, decision_event, recomputation_event, record_event
+from registry.sizing.service import (
+    DEFAULT_SEED,
+    RecomputationView,
+    calibration_key,
+    current_recomputation,
+    recompute_cached,
+    stored_recomputation,
+)
+from registry.staleness.rules import StalenessThresholds
+from registry.storage.database import Database
+from registry.storage.repository import RecordRepository
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """One input of the report (and of its decision) with its digest and audit event."""
+
+    role: str
+    ref: str
+    digest: str
+    event: TrailEvent | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EvidenceEntry:
+    ref: str
+    name: str
+    digest: str
+    tool: str
+    entry: str  # imported or declared
+    measured_at: datetime | None
+    measured_against: dict[str, str]
+    replicas: int | None
+    offered_rps_per_replica: float | None
+    classes: list[str]
+    fresh: bool  # as the report's basis judged it: at the decision, else now
+    age_days: float | None
+    reasons: list[str]
+    now: str  # how it stands now, when that differs from the decision's view ("" if not)
+    calibration: str  # whether it calibrated the recomputation, and why not
+    model: LoadTestEvidence | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    result: PlanRecomputation
+    digest: str | None
+    created_at: datetime | None
+    created_by: str | None
+    basis: str  # where it comes from, for the reader
+    event: TrailEvent | None
+
+
+@dataclass(frozen=True)
+class ReportData:
+    generated_at: datetime
+    plan_ref: str
+    plan_digest: str
+    plan: CapacityPlan
+    workload_ref: str
+    workload: WorkloadProfile
+    provider_ref: str
+    provider: ProviderProfile
+    decision: DecisionView | None
+    decision_event: TrailEvent | None
+    recomputation: Recomputed | None
+    evidence: list[EvidenceEntry]
+    evidence_basis: str
+    inputs: list[InputRecord]
+    notes: list[str] = field(default_factory=list)
+    # What else the decision weighed, as (what, in words): manifests, production.
+    weighed: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """The verdict in words (never only a colour): ALLOW, DENY, ERROR or NO DECISION."""
+        return "NO DECISION YET" if self.decision is None else self.decision.outcome.value.upper()
+
+
+def _pick_decision(
+    session: Session, plan_ref: str, decision_id: str | None, current_revision: str | None
+) -> tuple[DecisionView, dict[str, Any]] | None:
+    """The decision the report is about: ``decision_id`` (which must be about ``plan_ref``),
+    else the plan version's latest, else None."""
+    repo = RecordRepository(session)
+    plan_row = service.resolve(repo, RecordKind.plan, plan_ref, loc="plan")
+    plan_pinned = pinned(plan_row.name, plan_row.version)
+    if decision_id is None:
+        page = list_decisions(session, plan=plan_pinned, limit=1)
+        if not page.items:
+            return None
+        decision_id = page.items[0].id
+    view, document = get_decision_with_input(
+        session, decision_id, current_revision=current_revision
+    )
+    ref = parse_ref(plan_ref, loc="plan")
+    name = view.plan.rsplit("@v", 1)[0]
+    pinned_only = ref.version is not None or ref.digest is not None
+    if (pinned_only and view.plan != plan_pinned) or name != plan_row.name:
+        raise InvalidInput(
+            "decision is about another plan",
+            problems=[
+                FieldProblem(
+                    "decision",
+                    f"decision {decision_id} is about {view.plan}, not {plan_ref}",
+                )
+            ],
+        )
+    return view, document
+
+
+def _calibration_use(name: str, fresh: bool, result: PlanRecomputation | None) -> str:
+    if result is None:
+        return "no recomputation"
+    calibration = result.calibration
+    if name in calibration.source_evidence:
+        if calibration.fitted:
+            return "calibrated the planner"
+        return "offered for calibration; the fit was rejected, defaults kept"
+    if name in calibration.ignored_evidence:
+        return f"not used: {calibration.ignored_evidence[name]}"
+    return "not used: stale" if not fresh else "not used"
+
+
+def _now_text(item: EvidenceItem | None, fresh_then: bool) -> str:
+    if item is None:
+        return "withdrawn or replaced by a newer version since"
+    if item.freshness.fresh == fresh_then:
+        return ""
+    if item.freshness.fresh:
+        return "fresh now"
+    return "stale now: " + "; ".join(item.freshness.reasons)
+
+
+def _entry(
+    model: LoadTestEvidence,
+    *,
+    ref: str,
+    digest: str,
+    fresh: bool,
+    age_days: float | None,
+    reasons: list[str],
+    now: str,
+    result: PlanRecomputation | None,
+) -> EvidenceEntry:
+    offered = model.offered
+    per_replica = None
+    if offered.request_rate_rps is not None:
+        per_replica = offered.request_rate_rps / offered.replicas
+    return EvidenceEntry(
+        ref=ref,
+        name=model.name,
+        digest=digest,
+        tool=model.tool.name + (f" {model.tool.version}" if model.tool.version else ""),
+        entry=model.provenance.entry.value,
+        measured_at=model.measured_at,
+        measured_against=model.measured_against.model_dump(exclude_none=True),
+        replicas=offered.replicas,
+        offered_rps_per_replica=per_replica,
+        classes=list(model.results.per_class),
+        fresh=fresh,
+        age_days=age_days,
+        reasons=reasons,
+        now=now,
+        calibration=_calibration_use(model.name, fresh, result),
+        model=model,
+    )
+
+
+def _evidence_now(context: PlanContext, result: PlanRecomputation | None) -> list[EvidenceEntry]:
+    return [
+        _entry(
+            item.model,
+            ref=item.view.ref,
+            digest=item.view.digest,
+            fresh=item.freshness.fresh,
+            age_days=item.freshness.age_days,
+            reasons=list(item.freshness.reasons),
+            now="",
+            result=result,
+        )
+        for item in context.evidence
+    ]
+
+
+def _evidence_at_decision(
+    session: Session,
+    context: PlanContext,
+    document: dict[str, Any],
+    result: PlanRecomputation | None,
+) -> list[EvidenceEntry]:
+    by_digest = {item.view.digest: item for item in context.evidence}
+    repo = RecordRepository(session)
+    out = []
+    for seen in document.get("evidence", []):
+        item = by_digest.get(seen["digest"])
+        model: LoadTestEvidence
+        if item is not None:
+            model = item.model
+        else:
+            row = service.resolve(repo, RecordKind.evidence, seen["ref"], loc="evidence")
+            loaded = service.load_model(row)
+            assert isinstance(loaded, LoadTestEvidence)
+            model = loaded
+        out.append(
+            _entry(
+                model,
+                ref=seen["ref"],
+                digest=seen["digest"],
+                fresh=bool(seen.get("fresh")),
+                age_days=seen.get("age_days"),
+                reasons=list(seen.get("stale_reasons", [])),
+                now=_now_text(item, bool(seen.get("fresh"))),
+                result=result,
+            )
+        )
+    return out
+
+
+def _weighed(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """The manifests and the production signal the decision's input held, in words."""
+    out = []
+    manifests = document.get("manifests")
+    if isinstance(manifests, dict):
+        if manifests.get("checked"):
+            found = manifests.get("discrepancies") or []
+            out.append(
+                (
+                    "manifests that ship",
+                    f"checked: {len(found)} field(s) disagree with the plan"
+                    + "".join(
+                        f"; {d.get('field')} = {d.get('manifests')!r} at {d.get('file')}:"
+                        f"{d.get('line')}"
+                        for d in found
+                    ),
+                )
+            )
+        else:
+            out.append(("manifests that ship", "not checked (gate check without --manifests)"))
+    production = document.get("production")
+    if isinstance(production, dict):
+        if production.get("observed"):
+            drift = production.get("drift") or []
+            misses = production.get("slo_misses") or []
+            out.append(
+                (
+                    "production signal",
+                    f"observation {production.get('observation')} (window ending "
+                    f"{production.get('window_end')}): {len(drift)} material drift(s), "
+                    f"{len(misses)} SLO miss(es)",
+                )
+            )
+        else:
+            out.append(("production signal", "no observation of production"))
+    return out
+
+
+def _recomputed(view: RecomputationView, basis: str, event: TrailEvent | None) -> Recomputed:
+    return Recomputed(
+        result=view.result,
+        digest=view.digest,
+        created_at=view.created_at,
+        created_by=view.created_by,
+        basis=basis,
+        event=event,
+    )
+
+
+def gather(
+    database: Database,
+    *,
+    plan_ref: str,
+    decision_id: str | None = None,
+    now: datetime,
+    limits: StalenessThresholds,
+    current_revision: str | None = None,
+    compute_missing: bool = True,
+) -> ReportData:
+    """Read what the report on ``plan_ref`` (and ``decision_id``) shows.
+
+    Raises NotFound for an unknown plan or decision and InvalidInput for a decision about
+    another plan. ``compute_missing``: without a decision or a stored recomputation for the
+    plan's current inputs, run the planner here (nothing is stored); else report none.
+    """
+    recomputed: Recomputed | None = None
+    notes: list[str] = []
+    with database.reading() as session:
+        picked = _pick_decision(session, plan_ref, decision_id, current_revision)
+        decision, document = picked if picked is not None else (None, {})
+        context = load_plan_context(
+            session, plan_ref=decision.plan if decision else plan_ref, now=now, limits=limits
+        )
+        if decision is not None:
+            digest = document.get("recomputation_digest")
+            stored = (
+                stored_recomputation(
+                    session,
+                    plan_row_id=context.plan_row_id,
+                    plan_ref=context.plan_view.ref,
+                    digest=digest,
+                )
+                if isinstance(digest, str)
+                else None
+            )
+            if stored is not None:
+                view = stored[0]
+                recomputed = _recomputed(
+                    view,
+                    "The recomputation this decision was taken on",
+                    recomputation_event(session, view.digest, view.created_at),
+                )
+            else:
+                notes.append("the decision names no stored recomputation")
+        else:
+            current = current_recomputation(session, context)
+            if current is not None:
+                view = current[0]
+                recomputed = _recomputed(
+                    view,
+                    "The stored recomputation of the plan's current inputs and evidence",
+                    recomputation_event(session, view.digest, view.created_at),
+                )
+        decision_trail = (
+            decision_event(session, decision.id, decision.created_at) if decision else None
+        )
+        result = recomputed.result if recomputed else None
+        if decision is not None and document.get("evidence") is not None:
+            evidence = _evidence_at_decision(session, context, document, result)
+            basis = f"as the gate saw it at the decision ({decision.created_at:%Y-%m-%d %H:%M} UTC)"
+        else:
+            evidence = _evidence_now(context, result)
+            basis = f"judged now ({now:%Y-%m-%d %H:%M} UTC)"
+        inputs = _inputs(session, context, evidence)
+    if recomputed is None and decision is None and compute_missing:
+        # No stored result for the current inputs: computed here, never stored.
+        result = recompute_cached(context, calibration_key(context), DEFAULT_SEED)
+        recomputed = Recomputed(
+            result=result,
+            digest=None,
+            created_at=None,
+            created_by=None,
+            basis="Computed for this report and not stored: no stored recomputation "
+            "matches the plan's current inputs and evidence",
+            event=None,
+        )
+        evidence = [
+            replace(e, calibration=_calibration_use(e.name, e.fresh, result)) for e in evidence
+        ]
+    if recomputed is not None and recomputed.digest is not None:
+        inputs.append(
+            InputRecord(
+                role="recomputation",
+                ref=recomputed.result.planner_version,
+                digest=recomputed.digest,
+                event=recomputed.event,
+            )
+        )
+    if decision is not None:
+        inputs.append(
+            InputRecord(
+                role="gate input document",
+                ref=f"decision {decision.id}",
+                digest=decision.input_digest,
+                event=decision_trail,
+            )
+        )
+        inputs.append(
+            InputRecord(
+                role="policy bundle",
+                ref=decision.engine,
+                digest=decision.bundle_revision,
+                event=None,
+                note="the bundle revision the policies were evaluated under",
+            )
+        )
+    return ReportData(
+        generated_at=now,
+        plan_ref=context.plan_view.ref,
+        plan_digest=context.plan_view.digest,
+        plan=context.plan,
+        workload_ref=context.workload_view.ref,
+        workload=context.workload,
+        provider_ref=context.provider_view.ref,
+        provider=context.provider,
+        decision=decision,
+        decision_event=decision_trail,
+        recomputation=recomputed,
+        evidence=evidence,
+        evidence_basis=basis,
+        inputs=inputs,
+        notes=notes,
+        weighed=_weighed(document),
+    )
+
+
+def _inputs(
+    session: Session, context: PlanContext, evidence: list[EvidenceEntry]
+) -> list[InputRecord]:
+    """The plan, workload, provider and evidence versions with the events that stored them."""
+    out = []
+    for role, view in (
+        ("plan", context.plan_view),
+        ("workload", context.workload_view),
+        ("provider", context.provider_view),
+    ):
+        out.append(
+            InputRecord(
+                role=role,
+                ref=view.ref,
+                digest=view.digest,
+                event=record_event(session, view.kind.value, view.ref, view.created_at),
+            )
+        )
+    created = {item.view.ref: item.view.created_at for item in context.evidence}
+    repo = RecordRepository(session)
+    for entry in evidence:
+        at = created.get(entry.ref)
+        if at is None:
+            at = as_utc(
+                service.resolve(repo, RecordKind.evidence, entry.ref, loc="evidence").created_at
+            )
+        out.append(
+            InputRecord(
+                role="evidence",
+                ref=entry.ref,
+                digest=entry.digest,
+                event=record_event(session, RecordKind.evidence.value, entry.ref, at),
+                note="fresh" if entry.fresh else "stale",
+            )
+        )
+    return out
