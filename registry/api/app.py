@@ -28,6 +28,7 @@ from registry.api.limits import install_body_limit
 from registry.api.query_guard import reject_unknown_query
 from registry.api.records import records_router
 from registry.api.tokens import tokens_router
+from registry.api.ui import ui_router
 from registry.api.waiver_approvals import waiver_approvals_router
 from registry.auth.authenticator import Authenticator
 from registry.errors import CapgateError
@@ -106,7 +107,8 @@ def create_app(
     settings: Settings | None = None,
     authenticator: Authenticator | None = None,
 ) -> FastAPI:
-    """Every route but /healthz and /readyz needs a verified bearer token.
+    """Every route but /healthz and /readyz needs a verified bearer token (the /ui pages
+    too: registry.api.ui).
 
     Without an authenticator the app accepts capgate API tokens only (no OIDC issuer);
     `capgate serve` builds one from its auth configuration.
@@ -136,6 +138,8 @@ def create_app(
         records_router(),
     ):
         app.include_router(router, prefix="/v1", dependencies=guarded)
+    # Pages for people (HTML, read-only): each authenticates as a /v1 read does (ui.py).
+    app.include_router(ui_router(), prefix="/ui")
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:

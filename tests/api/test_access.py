@@ -192,7 +192,7 @@ def app_routes(app: FastAPI) -> list[tuple[str, str]]:
         router = getattr(route, "original_router", None)
         for inner in router.routes if router is not None else [route]:
             if isinstance(inner, APIRoute) and inner.path.startswith("/"):
-                prefix = "/v1" if router is not None else ""
+                prefix = route.include_context.prefix if router is not None else ""
                 found.extend((m, prefix + inner.path) for m in sorted(inner.methods))
     return found
 
