@@ -57,6 +57,29 @@ def load_test_bytes(traffic_class: str, run: int = 0) -> bytes:
     return data
 
 
+def example_import(plan: str = "chat-assistant-prod", days_ago: float = 6) -> dict[str, Any]:
+    """``POST /v1/evidence/import`` arguments (form data and files) for the example's load
+    test against ``plan``, measured ``days_ago`` (within the 90-day freshness limit), as a
+    pipeline uploads it."""
+    from datetime import UTC, timedelta
+
+    classes = ("interactive", "batch")
+    return {
+        "data": {
+            "workload": "chat-assistant",
+            "provider": "llama31-8b-h100-vllm",
+            "plan": plan,
+            "replicas": "1",
+            "measured_at": (datetime.now(UTC) - timedelta(days=days_ago)).isoformat(),
+            "name": EXAMPLE_EVIDENCE,
+            "traffic_class": [f"{c}={c}.json" for c in classes],
+        },
+        "files": [
+            ("files", (f"{c}.json", load_test_bytes(c), "application/json")) for c in classes
+        ],
+    }
+
+
 def write_load_test(folder: Path, run: int = 0) -> list[str]:
     """Write the example's two result files into `folder`; the CLI's --class arguments."""
     args: list[str] = []

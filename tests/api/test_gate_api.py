@@ -6,7 +6,6 @@ import json
 import subprocess
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from registry.api.app import create_app
 from registry.policy.engine import DECISION_QUERY
 from registry.settings import Settings
 from registry.storage.database import Database
-from tests.factories import EXAMPLE_EVIDENCE, example, load_test_bytes
+from tests.factories import example, example_import
 from tests.support.auth import client_for
 from tests.support.opa_server import free_port
 
@@ -40,22 +39,7 @@ def register(client: TestClient) -> None:
         response = client.post(f"/v1/{collection}", json=document)
         assert response.status_code == 201, response.text
     # The example's load test, imported as a pipeline uploads it, dated last week.
-    response = client.post(
-        "/v1/evidence/import",
-        data={
-            "workload": "chat-assistant",
-            "provider": "llama31-8b-h100-vllm",
-            "plan": "chat-assistant-prod",
-            "replicas": "1",
-            "measured_at": (datetime.now(UTC) - timedelta(days=6)).isoformat(),
-            "name": EXAMPLE_EVIDENCE,
-            "traffic_class": [f"{c}={c}.json" for c in ("interactive", "batch")],
-        },
-        files=[
-            ("files", (f"{c}.json", load_test_bytes(c), "application/json"))
-            for c in ("interactive", "batch")
-        ],
-    )
+    response = client.post("/v1/evidence/import", **example_import())
     assert response.status_code == 201, response.text
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,7 +14,7 @@ from registry.api.app import create_app
 from registry.auth.authenticator import Authenticator
 from registry.storage.database import Database
 from tests.api.test_gate_api import register, settings
-from tests.factories import EXAMPLE_EVIDENCE, example, load_test_bytes
+from tests.factories import example, example_import
 from tests.report.html_checks import parse
 from tests.support.auth import bearer, client_for, token_for
 
@@ -116,22 +115,7 @@ def test_the_filters_change_the_rows(client: TestClient) -> None:
 
 
 def register_evidence_and_allow(client: TestClient) -> None:
-    response = client.post(
-        "/v1/evidence/import",
-        data={
-            "workload": "chat-assistant",
-            "provider": "llama31-8b-h100-vllm",
-            "plan": PLAN,
-            "replicas": "1",
-            "measured_at": (datetime.now(UTC) - timedelta(days=6)).isoformat(),
-            "name": EXAMPLE_EVIDENCE,
-            "traffic_class": [f"{c}={c}.json" for c in ("interactive", "batch")],
-        },
-        files=[
-            ("files", (f"{c}.json", load_test_bytes(c), "application/json"))
-            for c in ("interactive", "batch")
-        ],
-    )
+    response = client.post("/v1/evidence/import", **example_import(PLAN))
     assert response.status_code == 201, response.text
     assert client.post("/v1/gate/checks", json={"plan": PLAN}).json()["outcome"] == "allow"
 

@@ -4,11 +4,11 @@ from outside the file, and a screenshot kept for review."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -16,9 +16,7 @@ from selenium.webdriver.common.by import By
 
 from registry.storage import migrate
 from tests.support.browser import external_requests, png_size, rendered
-
-EXAMPLE = Path(__file__).parents[2] / "examples" / "chat-assistant"
-LOAD_TEST = EXAMPLE / "load-test"
+from tests.support.worked_example import import_load_test, submit_records
 
 
 def capgate(env: dict[str, str], *args: str) -> str:
@@ -38,17 +36,9 @@ def test_the_worked_examples_report_reads_in_a_browser(
         **{k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")},
         "CAPGATE_DATABASE_URL": url,
     }
-    capgate(env, "workload", "submit", str(EXAMPLE / "workload.yaml"))
-    capgate(env, "provider", "submit", str(EXAMPLE / "provider.yaml"))
-    capgate(env, "plan", "submit", str(EXAMPLE / "plan.yaml"))
-    measured_at = (datetime.now(UTC) - timedelta(days=6)).strftime("%Y-%m-%dT00:00:00Z")
-    capgate(
-        env, "evidence", "import", "--workload", "chat-assistant",
-        "--provider", "llama31-8b-h100-vllm", "--plan", "chat-assistant-prod",
-        "--replicas", "1", "--measured-at", measured_at,
-        "--class", f"interactive={LOAD_TEST / 'interactive.profile_export_aiperf.json'}",
-        "--class", f"batch={LOAD_TEST / 'batch.profile_export_aiperf.json'}",
-    )  # fmt: skip
+    run = functools.partial(capgate, env)
+    submit_records(run)
+    import_load_test(run)
     capgate(env, "gate", "check", "chat-assistant-prod")
     report = tmp_path / "chat-assistant-prod.html"
     written = capgate(env, "report", "chat-assistant-prod", "--output", str(report))

@@ -5,9 +5,9 @@ report, screenshots kept for review, and nothing fetched from outside the machin
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -15,9 +15,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from registry.storage import migrate
-from tests.browser.test_report_page import EXAMPLE, LOAD_TEST, capgate
+from tests.browser.test_report_page import capgate
 from tests.support.browser import external_requests, png_size, rendered
 from tests.support.serve import capgate_serve
+from tests.support.worked_example import import_load_test, submit_records
 
 
 def outcomes(browser: WebDriver) -> list[str]:
@@ -38,19 +39,11 @@ def test_the_decision_pages_read_in_a_browser(
         "CAPGATE_DATABASE_URL": url,
         "CAPGATE_PRINCIPAL": "alice",
     }
-    capgate(env, "workload", "submit", str(EXAMPLE / "workload.yaml"))
-    capgate(env, "provider", "submit", str(EXAMPLE / "provider.yaml"))
-    capgate(env, "plan", "submit", str(EXAMPLE / "plan.yaml"))
+    run = functools.partial(capgate, env)
+    submit_records(run)
     # No load test yet: a deny.
     assert capgate(env, "gate", "check", "chat-assistant-prod").startswith("DENY")
-    measured_at = (datetime.now(UTC) - timedelta(days=6)).strftime("%Y-%m-%dT00:00:00Z")
-    capgate(
-        env, "evidence", "import", "--workload", "chat-assistant",
-        "--provider", "llama31-8b-h100-vllm", "--plan", "chat-assistant-prod",
-        "--replicas", "1", "--measured-at", measured_at,
-        "--class", f"interactive={LOAD_TEST / 'interactive.profile_export_aiperf.json'}",
-        "--class", f"batch={LOAD_TEST / 'batch.profile_export_aiperf.json'}",
-    )  # fmt: skip
+    import_load_test(run)
     assert capgate(env, "gate", "check", "chat-assistant-prod").startswith("ALLOW")
 
     with capgate_serve(env, "--insecure-local") as server:

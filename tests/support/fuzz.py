@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from schemathesis.core.result import Ok
 
 from registry.keys import private_key_pem
 from registry.storage.database import Database
-from tests.factories import EXAMPLE_EVIDENCE, example, load_test_bytes
+from tests.factories import example, example_import
 from tests.support.auth import bearer, token_for
 from tests.support.serve import capgate_serve
 
@@ -105,22 +104,7 @@ def _seed(server: LiveServer) -> None:
         ):
             response = client.post(f"/v1/{collection}", json=example(kind))
             response.raise_for_status()
-        classes = ("interactive", "batch")
-        response = client.post(
-            "/v1/evidence/import",
-            data={
-                "workload": "chat-assistant",
-                "provider": "llama31-8b-h100-vllm",
-                "plan": PLAN,
-                "replicas": "1",
-                "measured_at": (datetime.now(UTC) - timedelta(days=6)).isoformat(),
-                "name": EXAMPLE_EVIDENCE,
-                "traffic_class": [f"{c}={c}.json" for c in classes],
-            },
-            files=[
-                ("files", (f"{c}.json", load_test_bytes(c), "application/json")) for c in classes
-            ],
-        )
+        response = client.post("/v1/evidence/import", **example_import(PLAN))
         response.raise_for_status()
         client.post("/v1/gate/checks", json={"plan": PLAN}).raise_for_status()
 
