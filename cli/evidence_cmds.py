@@ -10,6 +10,7 @@ import typer
 
 from cli.options import JsonOpt, ServerOpt
 from cli.output import emit_json, emit_table
+from cli.profile_out import ProfileOutputOpt, ProfileSubmitOpt
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -477,12 +478,8 @@ def extend_workload(group: typer.Typer) -> None:
                 "tokens (default: an unbounded cache, an upper bound).",
             ),
         ] = None,
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="Write the profile YAML here.")
-        ] = None,
-        submit: Annotated[
-            bool, typer.Option("--submit", help="Register the profile in the registry.")
-        ] = False,
+        output: ProfileOutputOpt = None,
+        submit: ProfileSubmitOpt = False,
         server: ServerOpt = None,
         json_out: JsonOpt = False,
     ) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli.options import JsonOpt, ServerOpt, instant
+from cli.profile_out import ProfileOutputOpt, ProfileSubmitOpt
 
 if TYPE_CHECKING:
     from registry.observe.drift import Drift
@@ -227,12 +227,8 @@ def from_observation(
             "becomes that series' next version.",
         ),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the profile YAML here.")
-    ] = None,
-    submit: Annotated[
-        bool, typer.Option("--submit", help="Register the profile in the registry.")
-    ] = False,
+    output: ProfileOutputOpt = None,
+    submit: ProfileSubmitOpt = False,
     server: ServerOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

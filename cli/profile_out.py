@@ -8,11 +8,19 @@ version printed), else YAML (or --json) on stdout.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from cli.output import emit_json
+
+# The options of every command that builds a workload profile (hand_over takes them).
+ProfileOutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the profile YAML here.")
+]
+ProfileSubmitOpt = Annotated[
+    bool, typer.Option("--submit", help="Register the profile in the registry.")
+]
 
 
 def hand_over(
