@@ -177,18 +177,24 @@ class LocalBackend:
 
     def get_decision(self, decision_id: str) -> DecisionView:
         from registry.gate.service import get_decision
+        from registry.policy.bundle import installed_revision
 
         with self.database.reading() as session:
-            return get_decision(session, decision_id, current_revision=_bundle_revision())
+            return get_decision(session, decision_id, current_revision=installed_revision())
 
     def list_decisions(
         self, filters: dict[str, Any], *, limit: int, offset: int
     ) -> TrailPage[DecisionView]:
         from registry.gate.service import list_decisions
+        from registry.policy.bundle import installed_revision
 
         with self.database.reading() as session:
             return list_decisions(
-                session, limit=limit, offset=offset, current_revision=_bundle_revision(), **filters
+                session,
+                limit=limit,
+                offset=offset,
+                current_revision=installed_revision(),
+                **filters,
             )
 
     def recheck_all(self) -> RecheckReport:
@@ -229,16 +235,6 @@ class LocalBackend:
         from registry.keys import signing_key
 
         return signing_key().public_pem()
-
-
-def _bundle_revision() -> str | None:
-    """The installed policy bundle's revision (None if it cannot be read)."""
-    try:
-        from registry.policy.bundle import load_bundle
-
-        return load_bundle().revision
-    except Exception:
-        return None
 
 
 class RemoteBackend:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.options import JsonOpt, ServerOpt
+from cli.options import JsonOpt, ServerOpt, duration_s
 from cli.output import emit_json, emit_table
 from cli.profile_out import ProfileOutputOpt, ProfileSubmitOpt
 
@@ -349,17 +348,6 @@ def extend_evidence(group: typer.Typer) -> None:
 
 # ---- workload from-trace -------------------------------------------------------------------
 
-_WINDOW = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|m|min|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, None: 1.0}
-
-
-def _window_s(text: str) -> float:
-    match = _WINDOW.match(text)
-    value = float(match["value"]) * _UNIT_S[match["unit"]] if match else 0.0
-    if value <= 0:
-        raise _invalid(f"{text!r} is not a positive duration such as 60s, 5m or 1h", loc="--window")
-    return value
-
 
 def _slo_from_mapping(data: Any, *, source: str) -> ClassSLO | dict[str, ClassSLO]:
     from pydantic import ValidationError
@@ -499,7 +487,7 @@ def extend_workload(group: typer.Typer) -> None:
                 "queue_deadline_ms": queue_deadline_ms,
             },
         )
-        window_s = _window_s(window)
+        window_s = duration_s("window", window)
         start = _time(trace_start, option="--trace-start")
         if not file.is_file():
             raise InvalidInput(

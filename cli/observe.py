@@ -2,43 +2,21 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.options import JsonOpt, ServerOpt, instant
+from cli.options import JsonOpt, ServerOpt, duration_s, instant
 from cli.profile_out import ProfileOutputOpt, ProfileSubmitOpt
 
 if TYPE_CHECKING:
     from registry.observe.drift import Drift
     from registry.records.observation import Observation, ObservedHistogram
 
-_WINDOW = re.compile(r"^([1-9][0-9]{0,5})(s|m|h|d|w)$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 # Longer than any retention a user would keep raw vLLM series for; a bound, not a policy.
-MAX_WINDOW = timedelta(days=400)
-
-
-def parse_window(text: str) -> timedelta:
-    from registry.errors import FieldProblem, InvalidInput
-
-    match = _WINDOW.match(text.strip())
-    window = timedelta(seconds=int(match[1]) * _UNIT_S[match[2]]) if match is not None else None
-    if window is None or window > MAX_WINDOW:
-        raise InvalidInput(
-            "invalid option",
-            problems=[
-                FieldProblem(
-                    "--window",
-                    f"{text!r} is not a window of at most 400d: a number and s, m, h, d or w "
-                    "(e.g. 30m, 12h, 7d)",
-                )
-            ],
-        )
-    return window
+MAX_WINDOW = "400d"
 
 
 def _say(message: str) -> None:
@@ -162,7 +140,7 @@ def observe(
     from registry.records.workload import WorkloadProfile
     from registry.staleness.thresholds import load_thresholds
 
-    span = parse_window(window)
+    span = timedelta(seconds=duration_s("window", window, maximum=MAX_WINDOW))
     finish = instant("end", end) if end is not None else datetime.now(UTC)
     backend = open_backend(server)
     plan_view = backend.get(RecordKind.plan, plan)

@@ -38,6 +38,7 @@ def report(
     from datetime import UTC, datetime
 
     from cli.output import fail
+    from registry.policy.bundle import installed_revision
     from registry.records.references import parse_ref
     from registry.report.data import gather
     from registry.report.render import render_report
@@ -60,7 +61,7 @@ def report(
             decision_id=decision,
             now=datetime.now(UTC),
             limits=load_thresholds(),
-            current_revision=_bundle_revision(),
+            current_revision=installed_revision(),
         )
     finally:
         database.engine.dispose()
@@ -73,13 +74,3 @@ def report(
         fail(f"{target}: cannot write the report: {exc.strerror or exc}")
     size_kib = len(html.encode("utf-8")) / 1024
     typer.echo(f"{data.verdict} {data.plan_ref}: report written to {target} ({size_kib:,.0f} KiB)")
-
-
-def _bundle_revision() -> str | None:
-    """The installed policy bundle's revision, to say whether an allow needs a recheck."""
-    try:
-        from registry.policy.bundle import load_bundle
-
-        return load_bundle().revision
-    except Exception:
-        return None

@@ -29,6 +29,7 @@ from registry.api.deps import get_identity
 from registry.auth.access import allowed_roles
 from registry.errors import CapgateError, FieldProblem, InvalidInput, Unauthenticated
 from registry.gate.outcome import Outcome
+from registry.policy.bundle import installed_revision
 from registry.storage.database import Database
 
 Page = tuple[str, dict[str, Any]]
@@ -38,16 +39,6 @@ DECISIONS_PER_PAGE = 50
 MAX_FILTER_CHARS = 256
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
-
-
-def _bundle_revision() -> str | None:
-    """The installed policy bundle's revision, to say whether an allow needs a recheck."""
-    try:
-        from registry.policy.bundle import load_bundle
-
-        return load_bundle().revision
-    except Exception:
-        return None
 
 
 def _render(request: Request, status: int, template: str, context: dict[str, Any]) -> HTMLResponse:
@@ -217,7 +208,7 @@ def ui_router() -> APIRouter:
                     **filters,
                     limit=DECISIONS_PER_PAGE,
                     cursor=cursor,
-                    current_revision=_bundle_revision(),
+                    current_revision=installed_revision(),
                 )
             following = None
             if page.next_cursor:
@@ -239,7 +230,7 @@ def ui_router() -> APIRouter:
             from registry.report.data import gather
             from registry.staleness.thresholds import load_thresholds
 
-            revision = _bundle_revision()
+            revision = installed_revision()
             with database.reading() as session:
                 view = get_decision(session, decision_id, current_revision=revision)
             data = gather(

@@ -95,6 +95,15 @@ def read_bundle(root: Path) -> PolicyBundle:
 
 
 @lru_cache(maxsize=1)
+def installed_revision() -> str | None:
+    """The installed bundle's revision, for saying whether an allow needs a recheck;
+    None when the bundle cannot be read (a read of decisions must not fail on it)."""
+    try:
+        return load_bundle().revision
+    except Exception:  # any failure reading the policies leaves "unknown", not an error
+        return None
+
+
 def load_bundle() -> PolicyBundle:
     """The bundle shipped with capgate (read once per process)."""
     return read_bundle(policies_root())

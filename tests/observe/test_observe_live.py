@@ -283,3 +283,18 @@ def test_a_profile_from_the_observation_closes_the_loop(
     # The old observation judged v1: the plan pinning v2 is no longer denied for drift.
     checked = json.loads(capgate("gate", "check", PLAN, "--json", code=1).stdout)
     assert not any(v["policy"] == "production_drift" for v in checked["violations"])
+
+
+@pytest.mark.parametrize(
+    ("window", "problem"),
+    [("soon", "'soon' is not a positive duration"), ("401d", "'401d' is longer than 400d")],
+)
+def test_fail_a_window_is_a_positive_duration_of_at_most_400_days(
+    window: str, problem: str
+) -> None:
+    line = failing(
+        "observe", "--prometheus", "http://127.0.0.1:9", "--plan", PLAN, "--window", window
+    )
+    assert line == f"capgate: error: --window: {problem}" + (
+        " such as 60s, 5m or 1h" if window == "soon" else ""
+    )
