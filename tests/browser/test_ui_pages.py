@@ -12,7 +12,8 @@ from pathlib import Path
 
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from registry.storage import migrate
 from tests.browser.test_report_page import capgate
@@ -60,7 +61,11 @@ def test_the_decision_pages_read_in_a_browser(
         # The filter form, as a person uses it: pick "deny" and submit.
         Select(browser.find_element(By.ID, "f-outcome")).select_by_visible_text("deny")
         browser.find_element(By.CSS_SELECTOR, "form.filters button[type='submit']").click()
-        assert "outcome=deny" in browser.current_url
+        # A click returns before the navigation it starts: wait for the filtered page.
+        WebDriverWait(browser, 10).until(expected_conditions.url_contains("outcome=deny"))
+        WebDriverWait(browser, 10).until(
+            lambda driver: driver.execute_script("return document.readyState") == "complete"
+        )
         assert outcomes(browser) == ["DENY"]
         assert Select(browser.find_element(By.ID, "f-outcome")).first_selected_option.text == "deny"
 
