@@ -19,7 +19,13 @@ from registry.manifests.overlay import merge
 from registry.manifests.pods import Fields, grace_period, pipeline_parallel, pre_stop, probes
 from registry.manifests.pods import serving_fields as flag_fields
 from registry.manifests.scaling import autoscaling, disruption_budget, hpa_floor
-from registry.manifests.workloads import WORKLOAD_KINDS, ServingWorkload, read_workload
+from registry.manifests.workloads import (
+    RUNTIME_KINDS,
+    WORKLOAD_KINDS,
+    ServingWorkload,
+    read_workload,
+    serving_runtimes,
+)
 from registry.manifests.zones import ZonesUnknown, replicas_per_zone
 from registry.records.documents import load_document, validate_record
 from registry.records.kinds import RecordKind
@@ -77,9 +83,9 @@ def _workload_fields(workload: ServingWorkload, notes: list[str]) -> Fields:
     else:
         notes.append(f"{workload.manifest.file}: {workload.manifest.title} requests no GPU")
     fields.update(grace_period(workload.pod, notes))
-    fields.update(pre_stop(command.container, notes))
-    fields.update(probes(command.container))
-    image = command.container.string("image")
+    fields.update(pre_stop(command.holding("lifecycle"), notes))
+    fields.update(probes(command.holding("startupProbe", "readinessProbe")))
+    image = command.holding("image").string("image")
     if image is not None:
         tag = image.value.rpartition(":")[2] if ":" in image.value else "latest"
         notes.append(f"runtime: {image.value} (version {tag}) at {image.where}")
@@ -144,12 +150,15 @@ def manifest_fields(
     workloads: list[ServingWorkload] = []
     hpas: list[Manifest] = []
     pdbs: list[Manifest] = []
+    runtimes = serving_runtimes(manifests)
     for manifest in manifests:
         key = (manifest.api_group, manifest.kind)
         if key in WORKLOAD_KINDS:
-            workload = read_workload(manifest, notes)
+            workload = read_workload(manifest, notes, runtimes)
             if workload is not None:
                 workloads.append(workload)
+        elif key in RUNTIME_KINDS:
+            continue  # read with the InferenceServices that name them
         elif key == HPA:
             hpas.append(manifest)
         elif key == PDB:

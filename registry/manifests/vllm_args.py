@@ -65,12 +65,26 @@ class VllmCommand:
     container: Node
     model: Word | None
     flags: dict[str, Flag]  # by canonical name: no dashes in front, "-" for "_"
+    # A KServe ServingRuntime's container, which KServe merges the InferenceService's
+    # model container into: what the model container leaves out comes from it.
+    runtime: Node | None = None
+
+    def holding(self, *keys: str) -> Node:
+        """The container that states any of ``keys``: the model container over its
+        runtime's, as KServe's strategic merge takes a field the model sets."""
+        for container in (self.container, self.runtime):
+            if container is not None and any(container.child(k) is not None for k in keys):
+                return container
+        return self.container
 
 
-def container_env(container: Node) -> dict[str, str | None]:
+def container_env(
+    container: Node, inherited: dict[str, str | None] | None = None
+) -> dict[str, str | None]:
     """Literal env values by name; None for values from Secrets, ConfigMaps or fields,
-    which the manifests do not show."""
-    env: dict[str, str | None] = {}
+    which the manifests do not show. ``inherited``: variables merged in before these
+    (a KServe runtime's), which these override by name."""
+    env: dict[str, str | None] = dict(inherited or {})
     for item in container.items("env"):
         name = item.string("name")
         if name is None:
@@ -101,8 +115,14 @@ def _expand_shell(text: str, env: dict[str, str | None]) -> str:
     return _SHELL_REF.sub(sub, text)
 
 
-def _script_words(script: Word, env: dict[str, str | None]) -> list[Word]:
-    """The words of a ``sh -c`` script, with separators as words of their own."""
+def _script_words(
+    script: Word, env: dict[str, str | None], positional: list[Word] | None = None
+) -> list[Word]:
+    """The words of a ``sh -c`` script, with separators as words of their own.
+
+    ``positional``: the words after ``sh -c SCRIPT NAME``, the script's ``$1``...: a ``$@``
+    or ``$*`` word stands for them, each keeping where it was written (KServe's vLLM
+    runtime passes an InferenceService's args to its script that way)."""
     lexer = shlex.shlex(
         script.text.replace("\\\n", " "), posix=True, punctuation_chars=SEPARATOR_CHARS
     )
@@ -115,6 +135,9 @@ def _script_words(script: Word, env: dict[str, str | None]) -> list[Word]:
     try:
         for token in lexer:
             line = None if first is None else first + newlines
+            if token in ("$@", "$*"):
+                words.extend(positional or [])
+                continue
             words.append(Word(_expand_shell(token, env), script.node, line))
             if _separator(token):
                 newlines += token.count("\n")
@@ -128,13 +151,16 @@ def _separator(text: str) -> bool:
     return bool(text) and set(text) <= set(SEPARATOR_CHARS)
 
 
-def _shell_script(words: list[Word]) -> Word | None:
-    """The script of ``sh -c SCRIPT`` (also ``-ec``, ``-xc``), if that is the command."""
+def _shell_script(words: list[Word]) -> tuple[Word, list[Word]] | None:
+    """The script of ``sh -c SCRIPT [NAME ARGS...]`` (also ``-ec``, ``-xc``), if that is
+    the command, and the ARGS it gets as ``$1``..."""
     if not words or PurePosixPath(words[0].text).name not in SHELLS:
         return None
     for index, word in enumerate(words[1:], start=1):
         if word.text.startswith("-") and "c" in word.text[1:] and not word.text.startswith("--"):
-            return words[index + 1] if index + 1 < len(words) else None
+            if index + 1 >= len(words):
+                return None
+            return words[index + 1], words[index + 3 :]
         if not word.text.startswith("-"):
             return None
     return None
@@ -236,24 +262,31 @@ def command_words(items: list[Node], env: dict[str, str | None]) -> list[Word]:
     """The words a command list runs, ``$(VAR)`` expanded, a ``sh -c`` script split."""
     words = [Word(expand_k8s(n.value, env), n) for n in items]
     script = _shell_script(words)
-    return words if script is None else _script_words(script, env)
+    return words if script is None else _script_words(script[0], env, script[1])
 
 
-def vllm_command(container: Node, *, entrypoint_is_vllm: bool = False) -> VllmCommand | None:
+def vllm_command(
+    container: Node, *, entrypoint_is_vllm: bool = False, runtime: Node | None = None
+) -> VllmCommand | None:
     """The vLLM server this container runs, or None if it runs something else.
 
     ``entrypoint_is_vllm``: the image's own entrypoint is the vLLM server (vllm-openai
     images, KServe's huggingface runtime), so args alone are its arguments.
+    ``runtime``: the KServe ServingRuntime container ``container`` (an InferenceService's
+    model) is merged into. KServe merges them as a strategic merge patch, except that
+    args are concatenated, the runtime's first: the model's command and image replace
+    the runtime's, its env overrides the runtime's by name.
     """
-    env = container_env(container)
-    command = container.strings("command")
-    words = command_words(command + container.strings("args"), env)
+    env = container_env(container, container_env(runtime) if runtime is not None else None)
+    command = container.strings("command") or (runtime.strings("command") if runtime else [])
+    args = (runtime.strings("args") if runtime else []) + container.strings("args")
+    words = command_words(command + args, env)
     start = _invocation(words)
     if start is None:
-        image = container.string("image")
+        image = container.string("image") or (runtime.string("image") if runtime else None)
         vllm_image = entrypoint_is_vllm or (image is not None and "vllm" in image.value.lower())
         if command or not vllm_image:
             return None
         start = 0  # args only: the image's entrypoint runs vLLM
     model, flags = parse_flags(_command(words, start))
-    return VllmCommand(container, model, flags)
+    return VllmCommand(container, model, flags, runtime)

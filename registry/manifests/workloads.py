@@ -1,9 +1,16 @@
 """The serving workloads: Deployments, StatefulSets, LeaderWorkerSets and KServe
-InferenceServices whose pods run vLLM, read into one shape."""
+InferenceServices whose pods run vLLM, read into one shape.
+
+An InferenceService's model runs in the container of the ServingRuntime (or
+ClusterServingRuntime) it names: when that runtime is among the manifests, its container
+and placement are merged in as KServe merges them (registry.manifests.vllm_args), so
+flags set once in the runtime are read too.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from registry.manifests.loading import Manifest, Node, Where
@@ -19,6 +26,9 @@ WORKLOAD_KINDS = {
     (LWS, "LeaderWorkerSet"),
     (KSERVE, "InferenceService"),
 }
+RUNTIME_KINDS = {(KSERVE, "ServingRuntime"), (KSERVE, "ClusterServingRuntime")}
+# KServe's huggingface runtime serves generative models with vLLM unless told otherwise.
+KSERVE_VLLM_BACKENDS = frozenset({"vllm", "auto"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,13 @@ class ServingWorkload:
     gpus_per_replica: int
     gpus_at: Where | None
     rollout_max_unavailable: tuple[int, Where] | None
+    # Where the pods' nodeSelector and node affinity are written: the pod spec, or the
+    # KServe runtime's when the InferenceService states neither (KServe merges them in).
+    placement: Node | None = None
+
+    @property
+    def placed_by(self) -> Node:
+        return self.placement or self.pod
 
     @property
     def ref(self) -> tuple[str, str]:
@@ -85,9 +102,15 @@ def _containers(pod: Node) -> list[Node]:
 
 
 def _vllm(
-    manifest: Manifest, containers: list[Node], *, entrypoint_is_vllm: bool = False
+    manifest: Manifest,
+    containers: list[Node],
+    *,
+    entrypoint_is_vllm: bool = False,
+    runtime: Node | None = None,
 ) -> VllmCommand | None:
-    commands = [vllm_command(c, entrypoint_is_vllm=entrypoint_is_vllm) for c in containers]
+    commands = [
+        vllm_command(c, entrypoint_is_vllm=entrypoint_is_vllm, runtime=runtime) for c in containers
+    ]
     running = [c for c in commands if c is not None]
     if len(running) > 1:
         running[1].container.fail(f"{manifest.title} runs vLLM in more than one container")
@@ -119,9 +142,75 @@ def _rolling(
     return scaled(node, replicas, round_up=False), node.where
 
 
-def read_workload(manifest: Manifest, notes: list[str]) -> ServingWorkload | None:
-    """The serving workload this manifest declares, None if its pods do not run vLLM."""
+def serving_runtimes(manifests: list[Manifest]) -> dict[str, Manifest]:
+    """KServe runtimes by name; a namespaced ServingRuntime over a ClusterServingRuntime of
+    the same name, the one KServe looks up first."""
+    found: dict[str, Manifest] = {}
+    for manifest in manifests:
+        if (manifest.api_group, manifest.kind) not in RUNTIME_KINDS:
+            continue
+        if manifest.kind == "ServingRuntime" or manifest.name not in found:
+            found[manifest.name] = manifest
+    return found
+
+
+def _runtime_container(
+    model: Node, runtimes: Mapping[str, Manifest], notes: list[str]
+) -> tuple[Node, Node] | None:
+    """The container and pod spec of the runtime ``model`` names, if it is among the
+    manifests. KServe runs the model in the runtime's `kserve-container`, else its first."""
+    name = model.string("runtime")
+    if name is None:
+        return None
+    runtime = runtimes.get(name.value)
+    if runtime is None:
+        notes.append(
+            f"{name.where}: runtime {name.value} is not in the manifests; only the "
+            "InferenceService's own container is read"
+        )
+        return None
+    spec = runtime.root.mapping("spec")
+    if spec is None:
+        runtime.root.fail(f"{runtime.kind} needs a spec")
+    containers = _containers(spec)
+    if not containers:
+        spec.fail("a serving runtime needs a container")
+    named = [c for c in containers if (n := c.string("name")) and n.value == "kserve-container"]
+    return (named or containers)[0], spec
+
+
+def _kserve_model(
+    manifest: Manifest, pod: Node, model: Node, runtimes: Mapping[str, Manifest], notes: list[str]
+) -> tuple[VllmCommand | None, list[Node], Node | None]:
+    """The vLLM command of an InferenceService's model, the containers that hold its
+    accelerators, and the runtime's pod spec when it places the pods."""
+    found = _runtime_container(model, runtimes, notes)
+    runtime, runtime_spec = found if found else (None, None)
+    image = model.string("image") or (runtime.string("image") if runtime else None)
+    # Without a runtime in the manifests the model is taken to run on KServe's huggingface
+    # runtime, as before; a named one runs vLLM if its command or image says so.
+    huggingface = image is not None and "huggingfaceserver" in image.value
+    command = _vllm(
+        manifest, [model], entrypoint_is_vllm=runtime is None or huggingface, runtime=runtime
+    )
+    backend = command.flags.get("backend") if command else None
+    if backend is not None and str(backend.value).lower() not in KSERVE_VLLM_BACKENDS:
+        notes.append(f"{backend.word.where}: --backend {backend.value} serves without vLLM")
+        command = None
+    holders = [model]
+    if runtime is not None and not accelerators([model], [])[0]:
+        holders = [runtime]  # KServe merges resources in: the runtime's stand
+    placed = any(pod.child(key) is not None for key in ("nodeSelector", "affinity"))
+    return command, holders, None if placed else runtime_spec
+
+
+def read_workload(
+    manifest: Manifest, notes: list[str], runtimes: Mapping[str, Manifest] | None = None
+) -> ServingWorkload | None:
+    """The serving workload this manifest declares, None if its pods do not run vLLM.
+    ``runtimes``: the KServe serving runtimes among the manifests, by name."""
     group, kind = manifest.api_group, manifest.kind
+    placement = None
     spec = manifest.root.mapping("spec")
     if spec is None:
         manifest.root.fail(f"{kind} needs a spec")
@@ -176,10 +265,9 @@ def read_workload(manifest: Manifest, notes: list[str]) -> ServingWorkload | Non
         labels = {}
         model = pod.mapping("model")
         if model is not None:
-            # KServe's huggingface runtime serves generative models with vLLM; the
-            # model block is its container.
-            containers = [model]
-            command = _vllm(manifest, containers, entrypoint_is_vllm=True)
+            command, containers, placement = _kserve_model(
+                manifest, pod, model, runtimes or {}, notes
+            )
         else:
             containers = _containers(pod)
             command = _vllm(manifest, containers)
@@ -201,4 +289,5 @@ def read_workload(manifest: Manifest, notes: list[str]) -> ServingWorkload | Non
         gpus_per_replica=gpus,
         gpus_at=gpus_node.where if gpus_node else None,
         rollout_max_unavailable=rollout,
+        placement=placement,
     )

@@ -80,7 +80,7 @@ def replicas_per_zone(
     sources: dict[str, Where] = {}
     for workload in workloads:
         title = f"{workload.manifest.file}: {workload.manifest.title}"
-        zones = workload_zones(workload.pod)
+        zones = workload_zones(workload.placed_by)
         if zones is None:
             raise ZonesUnknown(
                 f"{title} does not pin its pods to zones (no required node affinity or "

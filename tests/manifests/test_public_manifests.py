@@ -70,3 +70,47 @@ def test_public_manifest(name: str, tmp_path: Path) -> None:
     for field, value in expected.items():
         assert _get(result.document, field) == value, field
     assert any(note.startswith("runtime: ") for note in result.notes)
+
+
+KSERVE_RUNTIME = (
+    "kserve-vllmserver.yaml",
+    "kserve/kserve config/runtimes/kserve-vllmserver.yaml "
+    "@1cb62ae886f646a1d8b5d3d6121be334f24cb05b",
+)
+# An InferenceService on KServe's published vLLM runtime, written the way its docs write
+# them: the runtime is the public file, the service is the user's.
+KSERVE_SERVICE = """apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llama}
+spec:
+  predictor:
+    minReplicas: 2
+    model:
+      modelFormat: {name: vllm}
+      runtime: kserve-vllmserver
+      args: [--max-num-seqs=64, --tensor-parallel-size=2]
+      resources: {limits: {nvidia.com/gpu: "2"}}
+"""
+
+
+def test_public_kserve_vllm_runtime(tmp_path: Path) -> None:
+    name, source = KSERVE_RUNTIME
+    runtime = FIXTURES / name
+    if not runtime.is_file():
+        pytest.skip(f"{runtime} absent (from {source})")
+    service = tmp_path / "isvc.yaml"
+    service.write_text(KSERVE_SERVICE)
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({**MINIMAL_OVERLAY, "replicas_per_zone": {"z": 2}}))
+    result = plan_from_manifests(
+        [str(runtime), str(service)], overlay=overlay, workload=WORKLOAD, provider=PROVIDER
+    )
+    document = result.document
+    # The service's args reach `vllm serve` through the runtime script's "$@".
+    assert document["serving"]["max_num_seqs"] == 64
+    assert result.sources["serving.max_num_seqs"].file == str(service)
+    assert document["parallelism"] == {"tensor_parallel": 2, "gpus_per_replica": 2}
+    # The runtime's startup probe: 60 s delay + 40 x 30 s; its readiness probe on /health.
+    assert document["warmup"]["startup_probe_budget_s"] == 1260
+    assert result.sources["warmup.startup_probe_budget_s"].file == str(runtime)
+    assert document["warmup"]["readiness_requires_model_loaded"] is True
