@@ -425,9 +425,14 @@ def production_input(context: PlanContext) -> ProductionInput:
     )
 
 
-def manifests_input(plan: dict[str, Any], stated: StatedManifests | None) -> ManifestsInput:
+def manifests_input(
+    plan: dict[str, Any], stated: StatedManifests | ManifestsInput | None
+) -> ManifestsInput:
     """The manifests section: what the manifests given with the check state against
-    ``plan`` (the plan version's content, as validated)."""
+    ``plan`` (the plan version's content, as validated). A section already compared (an
+    earlier decision's on the same plan version, which a recheck carries over) is kept."""
+    if isinstance(stated, ManifestsInput):
+        return stated
     if stated is None:
         return ManifestsInput(checked=False, discrepancies=[])
     from registry.manifests.consistency import discrepancies
@@ -444,11 +449,12 @@ def gate_input(
     context: PlanContext,
     result: PlanRecomputation,
     previous_calibration: tuple[str, CalibrationInput] | None = None,
-    manifests: StatedManifests | None = None,
+    manifests: StatedManifests | ManifestsInput | None = None,
 ) -> GateInput:
     """The input document; ``previous_calibration`` is (decision id, calibration) of the
     plan's previous decision, when it had one; ``manifests`` the fields the manifests
-    given with the check state, compared here with the plan version decided on."""
+    given with the check state, compared here with the plan version decided on (or the
+    comparison an earlier decision on this version made)."""
     plan, workload, provider = context.plan, context.workload, context.provider
     dump: dict[str, Any] = plan.model_dump(mode="json")
     return GateInput(

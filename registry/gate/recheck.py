@@ -1,16 +1,26 @@
-"""Re-evaluating earlier allow decisions after the policy bundle changed."""
+"""Re-evaluating earlier allow decisions after the policy bundle changed.
+
+A recheck decides on the same plan version with the registry as it is now (evidence,
+staleness, waivers) under the new policies. Manifests checked with the earlier decision
+are not at hand, so their comparison with that plan version, kept in the decision's input,
+is carried over: a recheck never drops the manifests_consistent check a decision had.
+"""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from registry.gate.service import Engine, check
+from registry.gate.input_document import ManifestsInput
+from registry.gate.service import Engine, check, stored_input
 from registry.gate.views import DecisionView, Outcome
 from registry.records.references import pinned
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
+from registry.storage.models import DecisionRow
 from registry.storage.repository import GateRepository
 
 
@@ -35,6 +45,18 @@ def _keys(violations: list[dict[str, object]]) -> set[str]:
     return {f"{v.get('policy')}.{v.get('rule')}" for v in violations}
 
 
+def _checked_manifests(decision: DecisionRow) -> ManifestsInput | None:
+    """The manifests comparison an earlier decision made, if manifests were checked (its
+    input re-hashed against its digest first: a carried section is one that was decided)."""
+    section: Any = stored_input(decision).get("manifests")
+    if not isinstance(section, dict) or section.get("checked") is not True:
+        return None
+    try:
+        return ManifestsInput.model_validate(section)
+    except ValidationError:
+        return None  # decided before the section had this shape
+
+
 def recheck_all(
     database: Database,
     engine: Engine,
@@ -53,18 +75,23 @@ def recheck_all(
                 decision.bundle_revision,
                 decision.violations,
                 pinned(plan.name, plan.version),
+                _checked_manifests(decision),
             )
             for decision, plan in GateRepository(session).latest_decision_per_plan()
         ]
     report = RecheckReport(bundle_revision=revision, rechecked=[], up_to_date=[])
-    import json
-
-    for decision_id, outcome, bundle, violations_text, plan_ref in latest:
+    for decision_id, outcome, bundle, violations_text, plan_ref, manifests in latest:
         if outcome is not Outcome.allow or bundle == revision:
             report.up_to_date.append(plan_ref)
             continue
         new = check(
-            database, engine, plan_ref=plan_ref, principal=principal, limits=limits, now=now
+            database,
+            engine,
+            plan_ref=plan_ref,
+            principal=principal,
+            limits=limits,
+            now=now,
+            manifests=manifests,
         )
         before = _keys(json.loads(violations_text))
         after = _keys(new.violations)

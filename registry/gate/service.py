@@ -32,7 +32,7 @@ from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
 from registry.gate.assemble import gate_input
 from registry.gate.context import PlanContext
-from registry.gate.input_document import CalibrationInput
+from registry.gate.input_document import CalibrationInput, ManifestsInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.records.references import parse_ref, pinned
@@ -86,7 +86,7 @@ def _violation_dicts(decision: EngineDecision) -> list[dict[str, Any]]:
     )
 
 
-def _stored_input(row: DecisionRow) -> dict[str, Any]:
+def stored_input(row: DecisionRow) -> dict[str, Any]:
     """The decision's input document, re-hashed against the input digest it was decided
     on (the stored input also carries the recomputation's digest, outside the digest)."""
     stored: dict[str, Any] = json.loads(row.input)
@@ -125,7 +125,7 @@ def _document_text(text: str, stored: dict[str, Any]) -> str:
 
 
 def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) -> DecisionView:
-    document = _stored_input(row)
+    document = stored_input(row)
     waivers = json.loads(row.waivers)
     return DecisionView(
         id=row.id,
@@ -220,13 +220,14 @@ def check(
     principal: str,
     limits: StalenessThresholds,
     now: datetime | None = None,
-    manifests: StatedManifests | None = None,
+    manifests: StatedManifests | ManifestsInput | None = None,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
 
     ``manifests``: the plan fields the manifests that ship state (read by the client);
     they are compared with the plan version decided on, and the manifests_consistent
-    policy denies a plan they contradict.
+    policy denies a plan they contradict. A recheck passes the comparison an earlier
+    decision on the same plan version made instead.
 
     Raises Tampered, storing nothing, when the registry fails its integrity check.
     """
@@ -379,7 +380,7 @@ def get_decision_with_input(
         raise NotFound(f"no decision {decision_id}")
     plan = session.get(RecordRow, row.plan_record_id)
     assert plan is not None  # foreign key
-    return _to_view(row, plan, current_revision), _stored_input(row)
+    return _to_view(row, plan, current_revision), stored_input(row)
 
 
 def list_decisions(

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
+from pathlib import Path
 
 from registry.gate.recheck import recheck_all
-from registry.gate.service import check, get_decision
+from registry.gate.service import check, get_decision, get_decision_with_input
 from registry.gate.views import Outcome
+from registry.manifests.consistency import stated_fields
 from registry.policy.bundle import PolicyBundle, load_bundle
 from registry.policy.embedded import EmbeddedEngine
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
 from tests.factories import example
 from tests.gate.test_gate_flow import registered, submit  # noqa: F401 - fixture
+from tests.gate.test_manifest_consistency import drifted
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LIMITS = StalenessThresholds()
@@ -74,3 +77,44 @@ def test_evidence_is_not_staled_by_a_bundle_change(
         now=NOW,
     )
     assert all(e["fresh"] for e in decision.inputs["evidence"])
+
+
+def blind_to_manifests() -> PolicyBundle:
+    """The installed bundle as it was before manifests_consistent reported anything."""
+    bundle = load_bundle()
+    path = "manifests_consistent/manifests_consistent.rego"
+    assert path in bundle.modules
+    modules = {
+        **bundle.modules,
+        path: "package capgate.policies.manifests_consistent\n\nviolations := set()\n",
+    }
+    return PolicyBundle.from_sources(modules, bundle.data)
+
+
+def test_recheck_carries_the_manifests_an_earlier_decision_checked(
+    registered: Database,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    # Allowed under a bundle that did not compare manifests, though they drifted.
+    stated = stated_fields([str(drifted(tmp_path))])
+    first = check(
+        registered,
+        EmbeddedEngine(blind_to_manifests()),
+        plan_ref="chat-assistant-prod",
+        principal="ci",
+        limits=LIMITS,
+        now=NOW,
+        manifests=stated,
+    )
+    assert first.outcome is Outcome.allow
+
+    # The current bundle denies it on the comparison kept in that decision's input.
+    report = recheck_all(registered, EmbeddedEngine(), principal="ci", limits=LIMITS, now=NOW)
+    [item] = report.rechecked
+    assert item.decision.outcome is Outcome.deny
+    assert item.new_violations == ["manifests_consistent.manifest_contradicts_plan"]
+    contradicted = {v["details"]["field"] for v in item.decision.violations}
+    assert "drain.termination_grace_period_s" in contradicted
+    with registered.reading() as session:
+        _, document = get_decision_with_input(session, item.decision.id, current_revision=None)
+    assert document["manifests"]["checked"] is True

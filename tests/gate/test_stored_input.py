@@ -10,7 +10,7 @@ import pytest
 
 from registry.digest import canonical_json, content_digest
 from registry.errors import Tampered
-from registry.gate.service import _stored_input
+from registry.gate.service import stored_input
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -24,19 +24,19 @@ def row(document: dict[str, Any], *, text: str | None = None) -> Any:
 
 def test_intact_input_reads_back() -> None:
     document = {"plan": {"ref": "p@v1"}, "zones": [1, 2]}
-    assert _stored_input(row(document)) == {**document, "recomputation_digest": DIGEST}
+    assert stored_input(row(document)) == {**document, "recomputation_digest": DIGEST}
 
 
 def test_a_nested_member_of_the_same_name_does_not_make_it_look_altered() -> None:
     """The nested member sorts first, so the text cut takes it: the slow path decides."""
     document = {"a": {"recomputation_digest": DIGEST}, "z": 1}
-    assert _stored_input(row(document))["a"] == {"recomputation_digest": DIGEST}
+    assert stored_input(row(document))["a"] == {"recomputation_digest": DIGEST}
 
 
 def test_input_that_is_not_canonical_text_but_intact_reads_back() -> None:
     document = {"b": 1, "a": 2}
     text = '{"b": 1, "a": 2, "recomputation_digest": "' + DIGEST + '"}'
-    assert _stored_input(row(document, text=text))["a"] == 2
+    assert stored_input(row(document, text=text))["a"] == 2
 
 
 def test_fail_altered_input_is_refused() -> None:
@@ -44,4 +44,4 @@ def test_fail_altered_input_is_refused() -> None:
     altered = row(document)
     altered.input = altered.input.replace("9", "3")
     with pytest.raises(Tampered, match="its input does not hash to its input digest"):
-        _stored_input(altered)
+        stored_input(altered)
