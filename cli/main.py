@@ -254,12 +254,10 @@ def __getattr__(name: str) -> typer.Typer:
 
 def run() -> None:
     """Console entry point: maps capgate's errors to one line and an exit code."""
-    from click.exceptions import ClickException
-
+    # Typer runs in standalone mode: it shows its own usage errors and exits (2) itself,
+    # so whatever reaches the handler below is capgate's.
     try:
         _app_for(sys.argv[1:])()
-    except ClickException:
-        raise
     except Exception as exc:
         from registry.errors import CapgateError, InvalidInput
 

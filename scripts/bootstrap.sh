@@ -12,3 +12,7 @@ extra=""
 [[ "${1:-}" == "--dev" ]] && extra="[dev]"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".${extra}"
+# Byte-compile capgate's own modules, as pip does a wheel's at install: an editable install
+# run under PYTHONDONTWRITEBYTECODE (set on some CI images) would otherwise compile every
+# module from source on every command (a local `gate check` took 1.0 s instead of 0.8 s).
+.venv/bin/python -m compileall -q -j 0 cli registry policies migrations >/dev/null

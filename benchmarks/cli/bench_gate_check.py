@@ -13,7 +13,14 @@ processes and interleaved round by round so that machine noise falls on all alik
 - `capgate gate check PLAN --server URL` (the thin client: one request);
 - the same with `--manifests` on the example's manifests (read, then sent);
 - `capgate gate check PLAN` on the same registry file (local, embedded engine);
-- `capgate --help`.
+- `capgate --help`;
+- a bare Python importing the libraries a locally stored decision cannot do without
+  (SQLAlchemy's ORM, pydantic, regopy, cryptography's Ed25519): the floor under the
+  local check, no capgate code at all.
+
+capgate's own modules are byte-compiled first, as a wheel's are when pip installs it: an
+editable install run under PYTHONDONTWRITEBYTECODE (set on some CI images) would
+otherwise compile every module from source on every run and measure that instead.
 
 Needs the OPA binary (CAPGATE_OPA_BINARY or the scripts/ci/opa.sh cache). Progress on
 stderr; the table on stdout.
@@ -22,6 +29,7 @@ stderr; the table on stdout.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -42,6 +50,10 @@ PLAN = "chat-assistant-prod"
 # The targets, as multiples of opa eval's median (and seconds for --help).
 TARGETS = {"server": 2.0, "local": 4.0}
 HELP_TARGET_S = 0.3
+FLOOR_IMPORTS = (
+    "import sqlalchemy.orm, pydantic, regopy; "
+    "from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey"
+)
 
 
 def run_once(command: list[str], env: dict[str, str], want: set[int]) -> float:
@@ -60,6 +72,8 @@ def main() -> None:
     binary = Path(os.environ.get("CAPGATE_OPA_BINARY") or CACHED_OPA)
     if not binary.is_file():
         sys.exit(f"no OPA binary at {binary} (run scripts/ci/opa.sh)")
+    for package in ("cli", "registry", "policies"):
+        compileall.compile_dir(ROOT / package, quiet=1)
     with sqlite_database() as url, api_server(url, workers=1) as server:
         print("registering the worked example through the API...", file=sys.stderr)
         register_example(server)
@@ -87,6 +101,7 @@ def main() -> None:
             ],
             "local": [CAPGATE, "gate", "check", PLAN],
             "help": [CAPGATE, "--help"],
+            "floor": [sys.executable, "-c", FLOOR_IMPORTS],
         }
         samples: dict[str, list[float]] = {name: [] for name in commands}
         for command in commands.values():  # warm the page cache and .pyc files
@@ -104,6 +119,7 @@ def main() -> None:
         "manifests": "the same with `--manifests examples/chat-assistant/k8s` (its 3 manifests)",
         "local": "`capgate gate check PLAN` (local SQLite, embedded engine)",
         "help": "`capgate --help`",
+        "floor": "`python -c 'import sqlalchemy.orm, pydantic, regopy, cryptography (Ed25519)'`",
     }
     print("| command | runs | median s | min s | max s | x opa eval | target |")
     print("|---|---|---|---|---|---|---|")
