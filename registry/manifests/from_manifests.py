@@ -32,6 +32,7 @@ from registry.records.kinds import RecordKind
 
 # Kinds read besides the workloads; anything else (Services, ConfigMaps...) is noted.
 HPA = ("autoscaling", "HorizontalPodAutoscaler")
+LLM_SERVICE = ("serving.kserve.io", "LLMInferenceService")
 PDB = ("policy", "PodDisruptionBudget")
 NOT_IN_MANIFESTS = "not in the manifests; give it in the overlay"
 # What the caller may give besides the overlay (the CLI's --name, --workload, --provider).
@@ -163,6 +164,13 @@ def manifest_fields(
             hpas.append(manifest)
         elif key == PDB:
             pdbs.append(manifest)
+        elif key == LLM_SERVICE:
+            # Its vLLM command, flags and probes come from LLMInferenceServiceConfig
+            # presets the controller merges in the cluster, not from the manifests.
+            notes.append(
+                f"{manifest.file}: {manifest.title} is not read: KServe builds its pods from "
+                "presets in the cluster; state the plan in an overlay or a plan file"
+            )
         else:
             notes.append(f"{manifest.file}: {manifest.title} ({key[0] or 'core'}) ignored")
     if not workloads:

@@ -258,6 +258,14 @@ def read_workload(
             spec.fail("predictor is required")
         # A predictor is a pod spec with KServe's fields inline.
         pod = predictor
+        if pod.child("workerSpec") is not None:
+            # KServe's controller sets a multi-node service's parallelism (and the
+            # environment its runtime script reads) from workerSpec: not in the manifests.
+            notes.append(
+                f"{manifest.file}: {manifest.title} is not read: a multi-node service "
+                "(predictor.workerSpec) gets its parallelism from KServe's controller"
+            )
+            return None
         min_replicas = pod.integer("minReplicas")
         replicas = 1 if min_replicas is None else min_replicas.value
         at = (min_replicas or pod).where

@@ -230,3 +230,34 @@ spec:
     assert result.sources["serving.max_num_seqs"].file == str(isvc)
     assert result.sources["serving.max_num_seqs"].line == line_of(isvc, "--max-num-seqs=96")
     assert result.sources["serving.block_size"].line == line_of(runtime, "--block-size=32")
+
+
+def test_an_llm_inference_service_is_named_as_not_read(tmp_path: Path) -> None:
+    llmisvc = """apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata: {name: llama}
+spec:
+  model: {uri: "hf://meta-llama/Llama-3.1-8B-Instruct"}
+  replicas: 2
+"""
+    runtime = VLLM_RUNTIME
+    result = build(tmp_path, {"llm.yaml": llmisvc, "runtime.yaml": runtime, "isvc.yaml": SERVICE})
+    assert any(
+        "LLMInferenceService llama is not read: KServe builds its pods from presets" in n
+        for n in result.notes
+    )
+
+
+def test_a_multi_node_service_is_named_as_not_read(tmp_path: Path) -> None:
+    multi = SERVICE.replace(
+        "    model:\n",
+        "    workerSpec: {pipelineParallelSize: 2, tensorParallelSize: 4}\n    model:\n",
+    )
+    with pytest.raises(InvalidInput, match="no serving workload in the manifests"):
+        build(tmp_path, {"runtime.yaml": VLLM_RUNTIME, "isvc.yaml": multi})
+    files = {"runtime.yaml": VLLM_RUNTIME, "isvc.yaml": SERVICE, "multi.yaml": multi}
+    result = build(tmp_path, {**files, "multi.yaml": multi.replace("name: llama", "name: big")})
+    assert any(
+        "InferenceService big is not read: a multi-node service (predictor.workerSpec)" in n
+        for n in result.notes
+    )
