@@ -57,6 +57,11 @@ def _checked_manifests(decision: DecisionRow) -> ManifestsInput | None:
         return None  # decided before the section had this shape
 
 
+def _stale_allow(decision: DecisionRow, revision: str) -> bool:
+    """An allow taken under another bundle revision: what a recheck re-runs."""
+    return decision.outcome == Outcome.allow.value and decision.bundle_revision != revision
+
+
 def recheck_all(
     database: Database,
     engine: Engine,
@@ -75,13 +80,14 @@ def recheck_all(
                 decision.bundle_revision,
                 decision.violations,
                 pinned(plan.name, plan.version),
-                _checked_manifests(decision),
+                stale := _stale_allow(decision, revision),
+                _checked_manifests(decision) if stale else None,
             )
             for decision, plan in GateRepository(session).latest_decision_per_plan()
         ]
     report = RecheckReport(bundle_revision=revision, rechecked=[], up_to_date=[])
-    for decision_id, outcome, bundle, violations_text, plan_ref, manifests in latest:
-        if outcome is not Outcome.allow or bundle == revision:
+    for decision_id, outcome, bundle, violations_text, plan_ref, stale, manifests in latest:
+        if not stale:
             report.up_to_date.append(plan_ref)
             continue
         new = check(

@@ -199,7 +199,7 @@ def _kserve_model(
         command = None
     holders = [model]
     if runtime is not None and not accelerators([model], [])[0]:
-        holders = [runtime]  # KServe merges resources in: the runtime's stand
+        holders = [runtime]  # KServe merges resources in: the runtime's GPUs apply
     placed = any(pod.child(key) is not None for key in ("nodeSelector", "affinity"))
     return command, holders, None if placed else runtime_spec
 
