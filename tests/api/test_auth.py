@@ -18,7 +18,13 @@ from registry.api.app import create_app
 from registry.auth.authenticator import Authenticator
 from registry.auth.config import AuthConfig, Grant, Issuer
 from registry.auth.identity import Role
-from registry.auth.tokens import TokenRequest, authenticate_token, create_token, revoke_token
+from registry.auth.tokens import (
+    TOKEN_PATTERN,
+    TokenRequest,
+    authenticate_token,
+    create_token,
+    revoke_token,
+)
 from registry.errors import Unauthenticated
 from registry.storage.database import Database
 from tests.factories import example
@@ -58,7 +64,7 @@ def test_api_token_subject_is_the_principal(database: Database) -> None:
     "mangle",
     [
         lambda t: t[:-1] + ("A" if t[-1] != "A" else "B"),  # wrong secret
-        lambda t: "cgt_ffffffffffffffff_" + t.rsplit("_", 1)[1],  # unknown id
+        lambda t: "cgt_ffffffffffffffff_" + TOKEN_PATTERN.fullmatch(t)[2],  # unknown id
         lambda t: t + "x",  # malformed
     ],
     ids=["wrong secret", "unknown id", "malformed"],
@@ -95,7 +101,11 @@ def test_tokens_are_stored_hashed(database: Database) -> None:
     token = token_for(database, roles=["auditor"])
     with database.engine.connect() as connection:
         stored = connection.exec_driver_sql("SELECT id, secret_hash FROM api_tokens").all()
-    secret = token.rsplit("_", 1)[1]
+    # The secret is URL-safe base64 and may itself hold "_": split by the token's pattern.
+    match = TOKEN_PATTERN.fullmatch(token)
+    assert match is not None
+    secret = match[2]
+    assert len(secret) == 43
     assert len(stored) == 1
     assert stored[0][1].startswith("sha256:") and secret not in stored[0][1]
 
