@@ -30,6 +30,24 @@ def example_path(kind: RecordKind | str) -> Path:
     return EXAMPLE_DIR / f"{RecordKind(kind).value}.yaml"
 
 
+def short_grace_plan() -> dict[str, Any]:
+    """The example plan with a grace period shorter than its longest streams: the
+    drain_configured policy denies it."""
+    plan = example("plan")
+    plan["drain"]["termination_grace_period_s"] = 30
+    plan["drain"]["pre_stop"]["timeout_s"] = 20
+    return plan
+
+
+def short_grace_plan_file(folder: Path) -> Path:
+    """short_grace_plan() as a YAML file in ``folder``, for the CLI."""
+    import yaml
+
+    path = folder / "plan-short-grace.yaml"
+    path.write_text(yaml.safe_dump(short_grace_plan()))
+    return path
+
+
 # The kinds the worked example has a file for (waivers are exceptions it does not need).
 EXAMPLE_KINDS = [RecordKind.workload, RecordKind.provider, RecordKind.plan, RecordKind.evidence]
 

@@ -18,7 +18,13 @@ import yaml
 from registry.gate.formats import escape_data
 from registry.gate.report import policy_ids
 from registry.policy.bundle import load_bundle
-from tests.factories import EXAMPLE_EVIDENCE, example, example_path, write_load_test
+from tests.factories import (
+    EXAMPLE_EVIDENCE,
+    example,
+    example_path,
+    short_grace_plan_file,
+    write_load_test,
+)
 from tests.support.opa_server import free_port, running_opa
 
 CAPGATE = [sys.executable, "-m", "cli.main"]
@@ -94,15 +100,6 @@ def import_load_test(
     )
 
 
-def short_grace(tmp_path: Path) -> Path:
-    plan = example("plan")
-    plan["drain"]["termination_grace_period_s"] = 30
-    plan["drain"]["pre_stop"]["timeout_s"] = 20
-    path = tmp_path / "plan-short-grace.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    return path
-
-
 def test_allow_exits_0_with_one_line_verdict(env: dict[str, str]) -> None:
     result = capgate("gate", "check", "chat-assistant-prod", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -110,7 +107,7 @@ def test_allow_exits_0_with_one_line_verdict(env: dict[str, str]) -> None:
 
 
 def test_deny_exits_1_and_names_the_policy(env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     result = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
     assert result.returncode == 1
     decision = json.loads(result.stdout)
@@ -141,7 +138,7 @@ def junit_report(
 
 
 def test_junit_report_has_a_case_per_policy(env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     _, suite = junit_report(tmp_path, env, exit_code=1)
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert sorted(cases) == policy_ids(list(load_bundle().modules)) and len(cases) == 13
@@ -197,7 +194,7 @@ def test_plan_size_of_registered_plan_and_of_a_file(env: dict[str, str], tmp_pat
     assert set(result["scenarios"]) == {"peak", "one_worker_lost", "largest_zone_lost"}
     assert result["slo_met"] is True
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    draft = capgate("plan", "size", str(short_grace(tmp_path)), env=env)
+    draft = capgate("plan", "size", str(short_grace_plan_file(tmp_path)), env=env)
     assert draft.returncode == 0, draft.stderr
     assert "scenario largest_zone_lost" in draft.stdout
 
@@ -262,7 +259,7 @@ def decision_of(result: subprocess.CompletedProcess[str], env: dict[str, str]) -
 
 
 def test_deny_as_github_annotations_and_sarif(env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     github = capgate(
         "gate",
         "check",
@@ -366,7 +363,7 @@ def test_warnings_reach_annotations_sarif_and_junit_test_cases(
 def test_waived_violation_is_a_notice_and_its_waiver_warning_reaches_the_policy(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     waiver = tmp_path / "waiver.yaml"
     waiver.write_text(
         yaml.safe_dump(

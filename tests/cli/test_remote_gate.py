@@ -27,7 +27,8 @@ from cli.backend import LocalBackend
 from cli.gate import Format, _render
 from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_cli import running_server
-from tests.cli.test_gate_cli import capgate, import_load_test, short_grace
+from tests.cli.test_gate_cli import capgate, import_load_test
+from tests.factories import short_grace_plan_file
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
 from tests.support.http_stub import serving
 
@@ -65,7 +66,7 @@ def remote(seeded: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
     # Evidence past its maximum age beside the fresh one: decisions carry warnings too.
     old = import_load_test(folder, local, days_ago=120, run=1, name="old-load-test")
     assert old.returncode == 0, old.stderr
-    submitted = capgate("plan", "submit", str(short_grace(folder)), env=local)
+    submitted = capgate("plan", "submit", str(short_grace_plan_file(folder)), env=local)
     assert submitted.returncode == 0, submitted.stderr
     assert submitted.stdout.startswith(f"{DENIES} ")
     database_url = local["CAPGATE_DATABASE_URL"]

@@ -25,8 +25,9 @@ import pytest
 from registry.gate.formats import render_sarif
 from registry.gate.views import DecisionView, Outcome
 from tests.cli import test_gate_cli as gate_cli
-from tests.cli.test_gate_cli import capgate, import_load_test, short_grace
+from tests.cli.test_gate_cli import capgate, import_load_test
 from tests.cli.test_gate_formats import DENY, ERROR, MANIFEST_DENY, WAIVED, decision, violation
+from tests.factories import short_grace_plan_file
 from tests.gate.test_manifest_consistency import drifted, line_of
 from tests.support.fixtures import shared
 
@@ -210,7 +211,7 @@ def test_allow_is_valid_sarif(validator: Any, env: dict[str, str], tmp_path: Pat
 
 
 def test_deny_is_valid_sarif(validator: Any, env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace(tmp_path)), env=env).returncode == 0
+    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     log = sarif_check(env, exit_code=1)
     assert violations_of(validator, log) == []
     (run,) = log["runs"]

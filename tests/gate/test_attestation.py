@@ -50,7 +50,7 @@ from registry.staleness.rules import StalenessThresholds
 from registry.storage import migrate
 from registry.storage.database import Database
 from registry.storage.models import DecisionRow
-from tests.factories import example, import_example_evidence
+from tests.factories import example, import_example_evidence, short_grace_plan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -116,13 +116,6 @@ def attest(database: Database, decision: DecisionView, key: SigningKey) -> dict[
         return envelope_of(row)
 
     return database.write(work, principal="release-bot")
-
-
-def short_grace_plan() -> dict[str, Any]:
-    plan = example("plan")
-    plan["drain"]["termination_grace_period_s"] = 30
-    plan["drain"]["pre_stop"]["timeout_s"] = 20
-    return plan
 
 
 def payload_of(envelope: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
-from tests.factories import approve_waiver, example, import_example_evidence
+from tests.factories import approve_waiver, example, import_example_evidence, short_grace_plan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LIMITS = StalenessThresholds()
@@ -72,13 +72,6 @@ def test_worked_example_is_allowed_and_recorded(
         page = list_decisions(session, plan="chat-assistant-prod")
     assert stored == decision
     assert [d.id for d in page.items] == [decision.id]
-
-
-def short_grace_plan() -> dict[str, Any]:
-    plan = example("plan")
-    plan["drain"]["termination_grace_period_s"] = 30
-    plan["drain"]["pre_stop"]["timeout_s"] = 20
-    return plan
 
 
 def test_short_grace_period_is_denied_by_drain_policy(

@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.factories import EXAMPLE_EVIDENCE, LOAD_TEST_DIR, example, example_path
+from tests.factories import (
+    EXAMPLE_EVIDENCE,
+    LOAD_TEST_DIR,
+    example,
+    example_path,
+    short_grace_plan_file,
+)
 from tests.report.html_checks import Page, parse
 from tests.support.cli_runner import Capgate
 
@@ -44,16 +50,6 @@ def capgate(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Capgate:
         "--name", EXAMPLE_EVIDENCE,
     )  # fmt: skip
     return run
-
-
-def short_grace(tmp_path: Path) -> Path:
-    """The example plan with a grace period shorter than its longest streams: denied."""
-    plan = example("plan")
-    plan["drain"]["termination_grace_period_s"] = 30
-    plan["drain"]["pre_stop"]["timeout_s"] = 20
-    path = tmp_path / "plan-short-grace.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    return path
 
 
 def report(capgate: Capgate, tmp_path: Path, *args: str) -> tuple[str, Page, str]:
@@ -91,7 +87,7 @@ def assert_self_contained_and_accessible(page: Page) -> None:
 
 
 def test_denying_decision(capgate: Capgate, tmp_path: Path) -> None:
-    capgate("plan", "submit", str(short_grace(tmp_path)))
+    capgate("plan", "submit", str(short_grace_plan_file(tmp_path)))
     decision = capgate.json("gate", "check", PLAN, code=1)
     assert decision["outcome"] == "deny"
     (event,) = capgate.json("audit", "list", "--action", "gate.check")["items"]
@@ -130,7 +126,7 @@ def test_denying_decision(capgate: Capgate, tmp_path: Path) -> None:
 
 def test_allowing_decision_and_choosing_a_decision(capgate: Capgate, tmp_path: Path) -> None:
     allowed = capgate.json("gate", "check", PLAN)
-    capgate("plan", "submit", str(short_grace(tmp_path)))
+    capgate("plan", "submit", str(short_grace_plan_file(tmp_path)))
     denied = capgate.json("gate", "check", PLAN, code=1)
 
     # A pinned version reports that version's latest decision.
