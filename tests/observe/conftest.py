@@ -6,7 +6,6 @@ pytest (the observe demo uses it: tests/support/prometheus_demo.py).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
@@ -21,6 +20,7 @@ from tests.support.prometheus import (
     find_binaries,
     prometheus_holding,
 )
+from tests.support.real_parts import absent
 
 __all__ = ["backfilled_prometheus", "client", "prometheus_binaries"]
 
@@ -30,9 +30,7 @@ def prometheus_binaries() -> PrometheusBinaries:
     """The prometheus and promtool binaries, or skip (scripts/ci/prometheus.sh installs them)."""
     found = find_binaries()
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("prometheus absent: CI must test it for real (scripts/ci/prometheus.sh)")
-        pytest.skip("prometheus absent: run scripts/ci/prometheus.sh")
+        absent("prometheus absent", "run scripts/ci/prometheus.sh")
     return found
 
 

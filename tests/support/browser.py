@@ -61,6 +61,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.selenium_manager import SeleniumManager
 from selenium.webdriver.remote.webelement import WebElement
 
+from tests.support.real_parts import absent
+
 WINDOW_WIDTH = 1280
 WINDOW_HEIGHT = 2000
 PAGE_LOAD_TIMEOUT_S = 30
@@ -334,9 +336,7 @@ def chromium_binaries() -> ChromiumBinaries:
     """Chromium and chromedriver, or skip (scripts/ci/chromium.sh installs them)."""
     found = find_chromium()
     if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium absent: CI must test in a real browser (scripts/ci/chromium.sh)")
-        pytest.skip("chromium absent: run scripts/ci/chromium.sh")
+        absent("chromium absent", "run scripts/ci/chromium.sh")
     return found
 
 
