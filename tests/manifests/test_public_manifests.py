@@ -1,6 +1,7 @@
 """Public vLLM manifests, read as published (never copied here).
 
-Each file is looked for under ../shared/fixtures/manifests/ beside the repository (see the
+Each file is looked for under ../shared/fixtures/manifests/ beside the repository
+(or CAPGATE_SHARED_FIXTURES) (see the
 table below for where each comes from); a test whose file is absent is skipped. None of
 these pins zones, so the overlay places the replicas, as a user of them would.
 """
@@ -15,8 +16,11 @@ import yaml
 
 from registry.manifests import plan_from_manifests
 from tests.manifests.helpers import MINIMAL_OVERLAY, PROVIDER, WORKLOAD
+from tests.support.fixtures import shared_root
 
-FIXTURES = Path(__file__).parents[2] / ".." / "shared" / "fixtures" / "manifests"
+# Where tests/support/fixtures.py looks (CAPGATE_SHARED_FIXTURES overrides it); each test
+# skips naming the file's source, so that whoever adds it knows where to get it.
+FIXTURES = shared_root() / "manifests"
 
 # file -> (source, zone placement for the overlay, plan fields expected from the manifests)
 PUBLIC: dict[str, tuple[str, dict[str, int], dict[str, Any]]] = {
