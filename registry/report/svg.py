@@ -213,6 +213,22 @@ def _open(chart_id: str, title: str, description: str, width: float, height: flo
     ]
 
 
+def _plot_area(x: float, y: float, width: float, height: float, data: str) -> str:
+    """The plot's frame; ``data`` the data-* attributes saying which domains it maps (what
+    the browser tests read back)."""
+    return (
+        f'<rect class="plot" x="{_attr(x)}" y="{_attr(y)}" width="{_attr(width)}" '
+        f'height="{_attr(height)}" fill="#ffffff" stroke="#999999" stroke-width="1" {data}/>'
+    )
+
+
+def _grid_line(x1: float, y1: float, x2: float, y2: float) -> str:
+    return (
+        f'<line x1="{_attr(x1)}" y1="{_attr(y1)}" x2="{_attr(x2)}" y2="{_attr(y2)}" '
+        f'stroke="#e3e3e3" stroke-width="1"/>'
+    )
+
+
 @dataclass(frozen=True)
 class _LegendItem:
     label: str
@@ -340,20 +356,21 @@ def line_chart(
 
     out = _open(chart_id, title, description, width, total_height)
     out.append(
-        f'<rect class="plot" x="{_attr(px0)}" y="{_attr(py0)}" width="{_attr(plot_w)}" '
-        f'height="{_attr(plot_h)}" fill="#ffffff" stroke="#999999" stroke-width="1" '
-        f'data-x-domain="{sx.lo!r} {sx.hi!r}" data-y-domain="{sy.lo!r} {sy.hi!r}" '
-        f'data-x-scale="{"log" if log_x else "linear"}" '
-        f'data-y-scale="{"log" if log_y else "linear"}"/>'
+        _plot_area(
+            px0,
+            py0,
+            plot_w,
+            plot_h,
+            f'data-x-domain="{sx.lo!r} {sx.hi!r}" data-y-domain="{sy.lo!r} {sy.hi!r}" '
+            f'data-x-scale="{"log" if log_x else "linear"}" '
+            f'data-y-scale="{"log" if log_y else "linear"}"',
+        )
     )
     # Grid and ticks.
     out.append('<g class="axis y-axis">')
     for tick in sy.ticks():
         y = sy(tick)
-        out.append(
-            f'<line x1="{_attr(px0)}" y1="{_attr(y)}" x2="{_attr(px0 + plot_w)}" '
-            f'y2="{_attr(y)}" stroke="#e3e3e3" stroke-width="1"/>'
-        )
+        out.append(_grid_line(px0, y, px0 + plot_w, y))
         out.append(_text(px0 - 6, y + 4, format_number(tick), anchor="end", cls="tick"))
     out.append("</g>")
     out.append('<g class="axis x-axis">')
@@ -469,17 +486,14 @@ def bar_chart(
     sx = _scale(values, px0, px0 + plot_w, log=False, include_zero=True)
     out = _open(chart_id, title, description, width, total_height)
     out.append(
-        f'<rect class="plot" x="{_attr(px0)}" y="{_attr(top)}" width="{_attr(plot_w)}" '
-        f'height="{_attr(plot_h)}" fill="#ffffff" stroke="#999999" stroke-width="1" '
-        f'data-x-domain="{sx.lo!r} {sx.hi!r}" data-x-scale="linear"/>'
+        _plot_area(
+            px0, top, plot_w, plot_h, f'data-x-domain="{sx.lo!r} {sx.hi!r}" data-x-scale="linear"'
+        )
     )
     out.append('<g class="axis x-axis">')
     for tick in sx.ticks():
         x = sx(tick)
-        out.append(
-            f'<line x1="{_attr(x)}" y1="{_attr(top)}" x2="{_attr(x)}" y2="{_attr(top + plot_h)}" '
-            f'stroke="#e3e3e3" stroke-width="1"/>'
-        )
+        out.append(_grid_line(x, top, x, top + plot_h))
         out.append(_text(x, top + plot_h + 16, format_number(tick), anchor="middle", cls="tick"))
     out.append("</g>")
     out.append(
