@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/bootstrap.sh
+# The embedded engine runs the bundle compiled by OPA's own compiler: build OPA once
+# (Go, cached) so the first gate check can compile the bundle.
+CAPGATE_OPA_BINARY="$(bash scripts/ci/opa.sh | tail -n 1)"
+export CAPGATE_OPA_BINARY
 capgate() { .venv/bin/capgate "$@"; }
 example=examples/chat-assistant
 mkdir -p out

@@ -163,8 +163,8 @@ violations contains v if {
 	v := result.violation(
 		_policy, "uniform_load_test", "high",
 		sprintf(
-			"no fresh load test has %s above %v (of %d fresh tests, listed in details): the load tests do not reproduce the workload's distribution",
-			[cv_field, result.show(minimum), count(tests)],
+			"no fresh load test has %s above %v (of %v fresh tests, listed in details): the load tests do not reproduce the workload's distribution",
+			[cv_field, result.show(minimum), result.show(count(tests))],
 		),
 		{"metric": cv_field, "min_cv": minimum, "evidence": tests},
 	)

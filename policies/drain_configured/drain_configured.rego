@@ -199,8 +199,8 @@ violations contains v if {
 	v := result.violation(
 		_policy, "disruption_budget_too_loose", "high",
 		sprintf(
-			"drain.disruption_budget.max_unavailable %d lets %d of %d replicas go at once, leaving fewer than the %d ready replicas needed at peak",
-			[allowed, allowed, input.plan.total_replicas, needed],
+			"drain.disruption_budget.max_unavailable %v lets %v of %v replicas go at once, leaving fewer than the %v ready replicas needed at peak",
+			[result.show(allowed), result.show(allowed), result.show(input.plan.total_replicas), result.show(needed)],
 		),
 		{"max_unavailable": allowed, "total_replicas": input.plan.total_replicas, "min_ready_replicas_at_peak": needed},
 	)

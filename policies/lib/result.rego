@@ -29,8 +29,10 @@ rounded(x) := round(x * 1000) / 1000
 # title: show
 # description: >-
 #   A value as message text: numbers with at most three decimals (written out, never in
-#   exponent form, for |x| < 2^31), null as "unknown", anything else as %v. Both
-#   engines print the same text for the same value.
+#   exponent form; the gate input's numbers are at most 1e12 in magnitude), null as
+#   "unknown", strings as they are, anything else as %v. Numbers are written with
+#   format_int and string built-ins, never with sprintf: OPA's sprintf prints a
+#   number by its text (5.0 is a float to %d), which OPA's Wasm cannot see.
 show(x) := _num(x) if is_number(x)
 
 else := "unknown" if x == null
@@ -48,6 +50,17 @@ _sign(x, m) := "-" if {
 	m > 0
 } else := ""
 
-_join(sign, whole, 0) := sprintf("%s%d", [sign, whole])
+_join(sign, whole, 0) := concat("", [sign, _digits(whole)])
 
-_join(sign, whole, frac) := sprintf("%s%d.%s", [sign, whole, trim_right(sprintf("%03d", [frac]), "0")]) if frac != 0
+_join(sign, whole, frac) := concat("", [sign, _digits(whole), ".", trim_right(_pad(format_int(frac, 10), 3), "0")]) if frac != 0
+
+# OPA's Wasm format_int fails from 2^31 on: whole numbers are written in two parts
+# below 10^9 each (exact up to 2^31 * 10^9, beyond any number the gate input holds).
+_digits(n) := format_int(n, 10) if n < 1000000000
+
+_digits(n) := concat("", [format_int(high, 10), _pad(format_int(n - (high * 1000000000), 10), 9)]) if {
+	n >= 1000000000
+	high := floor(n / 1000000000)
+}
+
+_pad(digits, width) := concat("", [substring("000000000", 0, width - count(digits)), digits])

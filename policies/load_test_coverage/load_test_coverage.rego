@@ -45,7 +45,7 @@ violations contains v if {
 	not _cancellation_tested
 	v := result.violation(
 		_policy, "cancellation_not_exercised", "high",
-		sprintf("none of the %d fresh load tests exercised cancellation", [count(_fresh)]),
+		sprintf("none of the %v fresh load tests exercised cancellation", [result.show(count(_fresh))]),
 		{"evidence": [e.ref | some e in _fresh]},
 	)
 }
@@ -64,8 +64,8 @@ violations contains v if {
 	v := result.violation(
 		_policy, "priorities_not_mixed", "high",
 		sprintf(
-			"the workload has %d priorities but no fresh load test offered %d priority classes together",
-			[count(_priorities), _required_priority_classes],
+			"the workload has %v priorities but no fresh load test offered %v priority classes together",
+			[result.show(count(_priorities)), result.show(_required_priority_classes)],
 		),
 		{
 			"workload_priorities": count(_priorities),

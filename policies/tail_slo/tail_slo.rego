@@ -71,8 +71,8 @@ _slo_declared(class, slo_key) if is_number(class.slo[slo_key])
 _calibration := input.recomputation.calibration
 
 _calibration_text := sprintf(
-	"the step-time model is calibrated on %d load test(s) (MBU %v, MFU %v)",
-	[count(_calibration.source_evidence), result.show(_calibration.mbu), result.show(_calibration.mfu)],
+	"the step-time model is calibrated on %v load test(s) (MBU %v, MFU %v)",
+	[result.show(count(_calibration.source_evidence)), result.show(_calibration.mbu), result.show(_calibration.mfu)],
 ) if {
 	_calibration.fitted == true
 } else := sprintf(
@@ -156,8 +156,8 @@ violations contains v if {
 	v := result.violation(
 		_policy, "no_evidence_at_peak", "high",
 		sprintf(
-			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica (with the largest zone lost) without failures that represents the workload (%d fresh evidence; %d declared by hand and %d not representative, not counted)",
-			[result.show(_peak_rps), count(fresh), count(declared), count(_unrepresentative)],
+			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica (with the largest zone lost) without failures that represents the workload (%v fresh evidence; %v declared by hand and %v not representative, not counted)",
+			[result.show(_peak_rps), result.show(count(fresh)), result.show(count(declared)), result.show(count(_unrepresentative))],
 		),
 		{
 			"peak_rps_per_replica": _peak_rps,
@@ -183,8 +183,8 @@ violations contains v if {
 	v := result.violation(
 		_policy, "evidence_errors", "high",
 		sprintf(
-			"evidence %s: %v of requests failed (%d failed), over the maximum error rate of %v; its latencies do not show the SLO is met",
-			[e.ref, result.show(e.error_rate), e.failed, result.show(_thresholds.evidence_max_error_rate)],
+			"evidence %s: %v of requests failed (%v failed), over the maximum error rate of %v; its latencies do not show the SLO is met",
+			[e.ref, result.show(e.error_rate), result.show(e.failed), result.show(_thresholds.evidence_max_error_rate)],
 		),
 		{
 			"evidence": e.ref,

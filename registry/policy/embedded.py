@@ -1,14 +1,21 @@
-"""The embedded engine: the bundle evaluated in-process by regopy (rego-cpp).
+"""The embedded engine: the bundle compiled by OPA to WebAssembly, evaluated in process.
 
-The bundle is compiled once per revision (regopy's ``Interpreter.build``) and each
-decision runs the compiled plan with its input. Traps of regopy 1.5.2 handled here:
+The default engine must decide exactly as OPA does, so it runs OPA's own compiler
+output (registry.policy.wasm_build) on wasmtime through ``opa-py-wasm``: OPA's planner,
+OPA's built-ins (numbers compared as numbers in ``max``/``min``/``sort``, OPA's decimal
+arithmetic), with one built-in, ``sprintf``, formatted by the host for the verbs whose
+Go output is certain (registry.policy.wasm_builtins). docs/opa.md says why this engine
+and not regopy, and tests/policy/test_differential.py holds it to OPA on generated
+inputs.
 
-* built-in errors are silently undefined unless ``strict_built_in_errors`` is on: on;
-* ``Input(value)`` keeps only about six significant digits of floats: the input is
-  passed as JSON text (``set_input_term``) instead;
-* test modules (``with ... as ...``) crash the process: the bundle never holds them;
-* an undefined or erroring decision comes back as an "undefined" or error output, not
-  an exception: both are a :class:`PolicyError`.
+Traps handled here:
+
+* opa-py-wasm 1.2.1 gives a module 2 pages (128 KiB) of memory to start with, while
+  ``opa build`` declares the minimum its data segments need (3 pages for our bundle):
+  wasmtime then refuses to link. The start size is raised to the module's own minimum.
+* the module's built-in errors are undefined values inside OPA's Wasm (no strict mode);
+  the gate's decision is then undefined or malformed, and both are a PolicyError.
+* the host's ``sprintf`` refuses a format it cannot print as OPA does: an error.
 """
 
 from __future__ import annotations
@@ -25,106 +32,132 @@ from registry.policy.engine import (
     decision_from_result,
     validate_input,
 )
+from registry.policy.wasm_build import (
+    ENTRYPOINT,
+    CompiledPolicy,
+    WasmBuildError,
+    compiled_policy,
+)
+from registry.policy.wasm_builtins import sprintf
 
-_BINDING = "decision"
-_ERROR_MESSAGE_KIND = 1801  # regopy NodeKind.ErrorMessage
+POOL_SIZE = 2
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+EVAL_TIMEOUT_S = 30.0
+# Host built-ins the module may call; a module asking for any other one is refused at
+# load, not when a decision happens to reach it.
+HOST_BUILTINS = {"sprintf": sprintf}
+
+_pages_lock = threading.Lock()
 
 
-class _Compiled:
-    """One bundle revision compiled by regopy, queried under a lock."""
+def _ensure_start_pages(wasm: bytes) -> None:
+    """Raise opa-py-wasm's start memory to what this module declares it needs."""
+    import wasmtime
+    from opapywasm import runtime
 
-    def __init__(self, bundle: PolicyBundle) -> None:
-        from regopy import Interpreter
-
-        builder = Interpreter()
-        builder.strict_built_in_errors = True
-        try:
-            for path, source in bundle.modules.items():
-                builder.add_module(path, source)
-            builder.add_data_json(json.dumps(bundle.data))
-            self._plan = builder.build(f"{_BINDING} = {DECISION_QUERY}")
-        except Exception as exc:  # regopy raises RegoError with the compiler's messages
-            raise PolicyError(
-                f"embedded engine: policy bundle {bundle.revision} does not compile: {exc}"
-            ) from exc
-        if not self._plan.ok():
-            raise PolicyError(f"embedded engine: policy bundle {bundle.revision} does not compile")
-        self._runner = Interpreter()
-        self._runner.strict_built_in_errors = True
-        self._lock = threading.Lock()
-
-    def query(self, input_json: str) -> Any:
-        with self._lock:
-            try:
-                self._runner.set_input_term(input_json)
-                output = self._runner.query_bundle(self._plan)
-            except Exception as exc:  # RegoError, or regopy failing to parse its own output
-                raise PolicyError(
-                    f"embedded engine: evaluating {DECISION_QUERY} failed: {exc}"
-                ) from exc
-            if not output.ok():
-                raise PolicyError(
-                    f"embedded engine: evaluating {DECISION_QUERY} failed: "
-                    + "; ".join(_error_messages(output.node()) or ["unknown error"])
+    module = wasmtime.Module(wasmtime.Engine(), wasm)
+    for item in module.imports:
+        if item.module == "env" and item.name == "memory":
+            memory = item.type
+            assert isinstance(memory, wasmtime.MemoryType)
+            with _pages_lock:
+                runtime._DEFAULT_MEMORY_PAGES = max(
+                    runtime._DEFAULT_MEMORY_PAGES, int(memory.limits.min)
                 )
-            results = output.results
-        bindings = [result.bindings for result in results if _BINDING in result.bindings]
-        if not bindings:
+
+
+class WasmPolicy:
+    """One compiled module with its data document, evaluated by a small instance pool."""
+
+    def __init__(self, compiled: CompiledPolicy, data: dict[str, Any], entrypoint: str) -> None:
+        from opapywasm import OpaWasmError, OpaWasmPolicy, PolicyConfig
+
+        self.compiled = compiled
+        self._errors: tuple[type[BaseException], ...] = (OpaWasmError,)
+        _ensure_start_pages(compiled.wasm)
+        config = PolicyConfig(
+            pool_size=POOL_SIZE,
+            default_entrypoint=entrypoint,
+            max_input_bytes=MAX_DOCUMENT_BYTES,
+            max_data_bytes=MAX_DOCUMENT_BYTES,
+            max_result_bytes=MAX_DOCUMENT_BYTES,
+            eval_timeout_seconds=EVAL_TIMEOUT_S,
+        )
+        try:
+            self._policy = OpaWasmPolicy.from_wasm_bytes(compiled.wasm, config=config)
+            needed = set(self._policy.builtins)
+            unknown = sorted(needed - set(HOST_BUILTINS))
+            if unknown:
+                raise PolicyError(
+                    f"embedded engine: the compiled bundle calls host built-ins {unknown} "
+                    f"that only {sorted(HOST_BUILTINS)} are provided for"
+                )
+            for name in needed:
+                self._policy.register_builtin(name, HOST_BUILTINS[name])
+            self._policy.set_data(data)
+        except self._errors as exc:
+            raise PolicyError(f"embedded engine: the compiled bundle does not load: {exc}") from exc
+
+    def evaluate(self, input_json: bytes) -> tuple[bool, Any]:
+        """(defined, value) of the entrypoint for an input given as JSON text."""
+        from opapywasm import UNDEFINED
+
+        try:
+            value = self._policy.evaluate(input_json)
+        except self._errors as exc:
             raise PolicyError(
-                f"embedded engine: {DECISION_QUERY} is undefined for this input "
-                "(a policy or the gate is missing, or the input lacks a top-level document)"
-            )
-        if len(bindings) > 1:
-            raise PolicyError(f"embedded engine: {DECISION_QUERY} has {len(bindings)} values")
-        return bindings[0][_BINDING]
+                f"embedded engine: evaluating {DECISION_QUERY} failed: {exc}"
+            ) from exc
+        return value is not UNDEFINED, value
 
 
-def _error_messages(node: Any) -> list[str]:
-    """The messages in a regopy error node (rego-errorseq / error / errormsg)."""
-    from regopy.rego_shared import rego_node_get, rego_node_size, rego_node_type, rego_node_value
-
-    messages: list[str] = []
-
-    def walk(impl: Any) -> None:
-        if rego_node_type(impl) == _ERROR_MESSAGE_KIND:
-            messages.append(rego_node_value(impl))
-        for index in range(rego_node_size(impl)):
-            walk(rego_node_get(impl, index))
-
-    walk(node._impl)
-    return messages
+_loaded: dict[tuple[str, str], WasmPolicy] = {}
+_loaded_lock = threading.Lock()
 
 
-_compiled_cache: dict[str, _Compiled] = {}
-_cache_lock = threading.Lock()
-
-
-def _compiled(bundle: PolicyBundle) -> _Compiled:
-    with _cache_lock:
-        compiled = _compiled_cache.get(bundle.revision)
-        if compiled is None:
-            compiled = _Compiled(bundle)
-            _compiled_cache[bundle.revision] = compiled
-        return compiled
+def wasm_policy(bundle: PolicyBundle, entrypoint: str = ENTRYPOINT) -> WasmPolicy:
+    """The bundle's compiled module with its data, loaded once per process."""
+    key = (bundle.revision, entrypoint)
+    with _loaded_lock:
+        policy = _loaded.get(key)
+        if policy is None:
+            try:
+                compiled = compiled_policy(bundle, entrypoint)
+            except WasmBuildError as exc:
+                raise PolicyError(f"embedded engine: {exc}") from exc
+            policy = WasmPolicy(compiled, bundle.data, entrypoint)
+            _loaded[key] = policy
+        return policy
 
 
 class EmbeddedEngine:
-    """regopy in-process; the default engine."""
+    """OPA's compiled bundle in process; the default engine."""
 
     name = "embedded"
 
     def __init__(self, bundle: PolicyBundle | None = None) -> None:
         self._bundle = bundle or load_bundle()
-        self._compiled = _compiled(self._bundle)
+        self._policy = wasm_policy(self._bundle)
 
     @property
     def revision(self) -> str:
         return self._bundle.revision
 
+    @property
+    def wasm_digest(self) -> str:
+        """The sha256 of the compiled module that decides."""
+        return self._policy.compiled.wasm_digest
+
     def decide(self, input: dict[str, Any]) -> PolicyDecision:
         validate_input(input)
         try:
-            input_json = json.dumps(input, allow_nan=False)
+            input_json = json.dumps(input, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise PolicyError(f"embedded engine: the input is not JSON: {exc}") from exc
-        return decision_from_result(self._compiled.query(input_json), engine=self.name)
+        defined, result = self._policy.evaluate(input_json)
+        if not defined:
+            raise PolicyError(
+                f"embedded engine: {DECISION_QUERY} is undefined for this input "
+                "(a policy or the gate is missing, or the input lacks a top-level document)"
+            )
+        return decision_from_result(result, engine=self.name)

@@ -76,6 +76,36 @@ class PolicyEngine(Protocol):
     def decide(self, input: dict[str, Any]) -> PolicyDecision: ...
 
 
+# The largest magnitude a number of the gate input may have. Real plans stay far below
+# (the largest in the scenario corpus is 2.2e7 samples); within it both engines compute
+# exactly the same text and arithmetic (tests/policy/test_differential.py), beyond it
+# OPA's Wasm cannot write a whole number (format_int fails from 2^31 on in parts of
+# 10^9, and doubles lose integers from 2^53 on, where OPA's server keeps decimals).
+MAX_MAGNITUDE = 1e12
+
+
+def _magnitude_problems(value: Any, path: str) -> list[FieldProblem]:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return []
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+            return [FieldProblem(path, f"{value!r} is beyond the gate's range of ±1e12")]
+        return []
+    if isinstance(value, dict):
+        return [
+            problem
+            for key, item in value.items()
+            for problem in _magnitude_problems(item, f"{path}.{key}" if path else str(key))
+        ]
+    if isinstance(value, list):
+        return [
+            problem
+            for index, item in enumerate(value)
+            for problem in _magnitude_problems(item, f"{path}.{index}")
+        ]
+    return []
+
+
 def validate_input(input: dict[str, Any]) -> None:
     """A malformed gate input is an error before any engine sees it."""
     try:
@@ -86,6 +116,9 @@ def validate_input(input: dict[str, Any]) -> None:
             for error in exc.errors()
         ]
         raise InvalidInput("the gate input does not match the contract", problems=problems) from exc
+    beyond = _magnitude_problems(input, "")
+    if beyond:
+        raise InvalidInput("the gate input does not match the contract", problems=beyond)
 
 
 def canonical_number(value: Any) -> Any:
