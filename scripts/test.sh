@@ -18,6 +18,11 @@ step "opa"
 CAPGATE_OPA_BINARY="$(bash scripts/ci/opa.sh | tail -n 1)"
 export CAPGATE_OPA_BINARY
 
+# The embedded engine evaluates the bundle compiled by this OPA: compile it once (cached),
+# so that no test's first gate check also prints the compile's progress line.
+CAPGATE_OPA_BINARY="$CAPGATE_OPA_BINARY" .venv/bin/python -c \
+    'from registry.policy.embedded import EmbeddedEngine; EmbeddedEngine()'
+
 step "prometheus"
 CAPGATE_PROMETHEUS_BINARY="$(bash scripts/ci/prometheus.sh | tail -n 1)"
 export CAPGATE_PROMETHEUS_BINARY

@@ -27,6 +27,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from registry.api.app import create_app
+from registry.policy.bundle import load_bundle
+from registry.policy.wasm_build import compiled_policy
 from registry.storage import migrate
 from registry.storage.database import Database
 from tests.factories import example
@@ -61,7 +63,27 @@ def shared_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def test_read_only_files_refuse_the_gate_for_an_unprivileged_user(shared_dir: Path) -> None:
+def _policy_cache_for(
+    user_dir: Path, opa_binary: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """The user's own OPA and compiled bundle (root's cache is out of their reach): the
+    embedded engine finds the module compiled, so the gate reaches the registry."""
+    opa = user_dir / "opa"
+    shutil.copy2(opa_binary, opa)
+    opa.chmod(0o755)
+    cache = user_dir / "cache"
+    monkeypatch.setenv("CAPGATE_CACHE", str(cache))
+    compiled_policy(load_bundle())
+    for directory, _dirs, names in os.walk(cache):
+        Path(directory).chmod(0o755)
+        for name in names:
+            (Path(directory) / name).chmod(0o644)
+    return {"CAPGATE_OPA_BINARY": str(opa), "CAPGATE_CACHE": str(cache)}
+
+
+def test_read_only_files_refuse_the_gate_for_an_unprivileged_user(
+    shared_dir: Path, opa_binary: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     registry = shared_dir / "registry" / "registry.db"
     registry.parent.mkdir()
     url = f"sqlite:///{registry}"
@@ -79,7 +101,8 @@ def test_read_only_files_refuse_the_gate_for_an_unprivileged_user(shared_dir: Pa
     document.chmod(0o644)
     registry.chmod(0o444)
     registry.parent.chmod(0o555)
-    env = cli_env(url, HOME=str(home), XDG_DATA_HOME=str(home))
+    policy = _policy_cache_for(shared_dir, opa_binary, monkeypatch)
+    env = cli_env(url, HOME=str(home), XDG_DATA_HOME=str(home), **policy)
 
     read = capgate("audit", "verify", env=env, uid=NOBODY)  # reads every row
     assert read.returncode == 0, read.stdout + read.stderr
