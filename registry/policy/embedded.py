@@ -13,8 +13,10 @@ Traps handled here:
 * opa-py-wasm 1.2.1 gives a module 2 pages (128 KiB) of memory to start with, while
   ``opa build`` declares the minimum its data segments need (3 pages for our bundle):
   wasmtime then refuses to link. The start size is raised to the module's own minimum.
-* the module's built-in errors are undefined values inside OPA's Wasm (no strict mode);
-  the gate's decision is then undefined or malformed, and both are a PolicyError.
+* OPA's Wasm has no strict mode: a built-in error is an undefined value, so a rule
+  that needs it does not fire (it can drop a violation). The policies call no built-in
+  that can fail on a valid input, and the differential suite compares OPA's strict
+  answers, errors included; an undefined or malformed decision is a PolicyError.
 * the host's ``sprintf`` refuses a format it cannot print as OPA does: an error.
 """
 
@@ -50,20 +52,64 @@ HOST_BUILTINS = {"sprintf": sprintf}
 _pages_lock = threading.Lock()
 
 
+def _leb128(data: bytes, at: int) -> tuple[int, int]:
+    """An unsigned LEB128 number at ``at``: (value, the offset after it)."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
+def memory_minimum(wasm: bytes) -> int:
+    """The minimum pages the module's imported memory declares (its import section).
+
+    Read from the binary, not by compiling it: wasmtime would spend half a second
+    compiling the module a second time only to list its imports.
+    """
+    at = 8  # magic and version
+    while at < len(wasm):
+        section, at = wasm[at], at + 1
+        size, at = _leb128(wasm, at)
+        if section != 2:  # not the import section
+            at += size
+            continue
+        count, at = _leb128(wasm, at)
+        for _ in range(count):
+            names = []
+            for _part in range(2):
+                length, at = _leb128(wasm, at)
+                names.append(wasm[at : at + length].decode("utf-8"))
+                at += length
+            kind, at = wasm[at], at + 1
+            if kind == 0:  # function: a type index
+                _index, at = _leb128(wasm, at)
+                continue
+            if kind == 3:  # global: value type and mutability
+                at += 2
+                continue
+            if kind == 1:  # table: reference type, then limits
+                at += 1
+            flags, at = wasm[at], at + 1
+            minimum, at = _leb128(wasm, at)
+            if flags & 1:
+                _maximum, at = _leb128(wasm, at)
+            if kind == 2 and names == ["env", "memory"]:
+                return minimum
+        break
+    raise PolicyError("embedded engine: the compiled bundle imports no env.memory")
+
+
 def _ensure_start_pages(wasm: bytes) -> None:
     """Raise opa-py-wasm's start memory to what this module declares it needs."""
-    import wasmtime
     from opapywasm import runtime
 
-    module = wasmtime.Module(wasmtime.Engine(), wasm)
-    for item in module.imports:
-        if item.module == "env" and item.name == "memory":
-            memory = item.type
-            assert isinstance(memory, wasmtime.MemoryType)
-            with _pages_lock:
-                runtime._DEFAULT_MEMORY_PAGES = max(
-                    runtime._DEFAULT_MEMORY_PAGES, int(memory.limits.min)
-                )
+    needed = memory_minimum(wasm)
+    with _pages_lock:
+        runtime._DEFAULT_MEMORY_PAGES = max(runtime._DEFAULT_MEMORY_PAGES, needed)
 
 
 class WasmPolicy:
@@ -73,7 +119,6 @@ class WasmPolicy:
         from opapywasm import OpaWasmError, OpaWasmPolicy, PolicyConfig
 
         self.compiled = compiled
-        self._errors: tuple[type[BaseException], ...] = (OpaWasmError,)
         _ensure_start_pages(compiled.wasm)
         config = PolicyConfig(
             pool_size=POOL_SIZE,
@@ -95,16 +140,16 @@ class WasmPolicy:
             for name in needed:
                 self._policy.register_builtin(name, HOST_BUILTINS[name])
             self._policy.set_data(data)
-        except self._errors as exc:
+        except OpaWasmError as exc:
             raise PolicyError(f"embedded engine: the compiled bundle does not load: {exc}") from exc
 
     def evaluate(self, input_json: bytes) -> tuple[bool, Any]:
         """(defined, value) of the entrypoint for an input given as JSON text."""
-        from opapywasm import UNDEFINED
+        from opapywasm import UNDEFINED, OpaWasmError
 
         try:
             value = self._policy.evaluate(input_json)
-        except self._errors as exc:
+        except OpaWasmError as exc:
             raise PolicyError(
                 f"embedded engine: evaluating {DECISION_QUERY} failed: {exc}"
             ) from exc

@@ -16,7 +16,6 @@ module's sha256 is a property of the release, recorded beside each build.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -155,11 +154,18 @@ def _build(bundle: PolicyBundle, binary: Path, entrypoint: str) -> bytes:
             entrypoint,
             "--output",
             str(output),
-            str(source),
+            # Relative: OPA writes the source paths into the module (for the locations of
+            # runtime errors), so a temporary directory's name would change its bytes.
+            source.name,
         ]
         try:
             done = subprocess.run(
-                command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False
+                command,
+                cwd=work,
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT_S,
+                check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise WasmBuildError(f"opa build could not run: {exc}") from exc
@@ -171,5 +177,5 @@ def _build(bundle: PolicyBundle, binary: Path, entrypoint: str) -> bytes:
                 if member.name.lstrip("/") == "policy.wasm":
                     extracted = archive.extractfile(member)
                     if extracted is not None:
-                        return io.BytesIO(extracted.read()).getvalue()
+                        return extracted.read()
     raise WasmBuildError("opa build -t wasm wrote no policy.wasm")

@@ -25,7 +25,6 @@ import re
 from typing import Any
 
 VERB = re.compile(r"%(?P<verb>[sv%])|%")
-SUPPORTED_VERBS = frozenset({"s", "v", "%"})
 
 
 class UnsupportedFormat(ValueError):
@@ -38,28 +37,24 @@ def sprintf(fmt: Any, operands: Any) -> str:
         raise UnsupportedFormat("sprintf: the format is not a string")
     if not isinstance(operands, list):
         raise UnsupportedFormat("sprintf: the operands are not an array")
+    matches = list(VERB.finditer(fmt))
+    for match in matches:
+        if match.group("verb") is None:
+            raise UnsupportedFormat(f"sprintf: unsupported verb at {fmt[match.start() :]!r}")
+    taking = [match for match in matches if match.group("verb") != "%"]
+    if len(taking) != len(operands):
+        # Go prints "%!(EXTRA ...)" or "%!v(MISSING)": a policy bug, not a message.
+        raise UnsupportedFormat(
+            f"sprintf: {fmt!r} has {len(taking)} verbs for {len(operands)} operands"
+        )
     out: list[str] = []
     position = 0
     remaining = iter(operands)
-    used = 0
-    for match in VERB.finditer(fmt):
+    for match in matches:
         out.append(fmt[position : match.start()])
         position = match.end()
         verb = match.group("verb")
-        if verb is None:
-            raise UnsupportedFormat(f"sprintf: unsupported verb at {fmt[match.start() :]!r}")
-        if verb == "%":
-            out.append("%")
-            continue
-        try:
-            operand = next(remaining)
-        except StopIteration:
-            raise UnsupportedFormat(f"sprintf: {fmt!r} has more verbs than operands") from None
-        used += 1
-        out.append(_format(verb, operand))
-    if used != len(operands):
-        # Go appends "%!(EXTRA ...)": a policy bug, not a message to pass on.
-        raise UnsupportedFormat(f"sprintf: {fmt!r} has fewer verbs than operands")
+        out.append("%" if verb == "%" else _format(verb, next(remaining)))
     out.append(fmt[position:])
     return "".join(out)
 

@@ -42,25 +42,27 @@ def _eval(binary: Path, root: Path, cases: list[dict[str, Any]]) -> tuple[bool, 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=root.parent) as out:
         json.dump({"cases": cases}, out)
         input_path = out.name
-    done = subprocess.run(
-        [
-            str(binary),
-            "eval",
-            "--strict-builtin-errors",
-            "--format",
-            "json",
-            "--data",
-            str(root),
-            "--input",
-            input_path,
-            QUERY,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    Path(input_path).unlink()
+    try:
+        done = subprocess.run(
+            [
+                str(binary),
+                "eval",
+                "--strict-builtin-errors",
+                "--format",
+                "json",
+                "--data",
+                str(root),
+                "--input",
+                input_path,
+                QUERY,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        Path(input_path).unlink()
     if done.returncode != 0:
         return False, (done.stdout + done.stderr).strip()[:2000]
     body = json.loads(done.stdout)
