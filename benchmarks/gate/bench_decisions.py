@@ -125,7 +125,7 @@ def main() -> None:
     print("|---|---|---|---|")
     embedded = EmbeddedEngine()
     p50, p99 = percentiles(time_calls(lambda: embedded.decide(document), args.decisions))
-    print(f"| embedded (regopy) | {args.decisions} | {p50:.2f} | {p99:.2f} |")
+    print(f"| embedded (OPA's Wasm) | {args.decisions} | {p50:.2f} | {p99:.2f} |")
     with running_opa(binary) as url:
         opa = OpaServerEngine(url)
         p50, p99 = percentiles(time_calls(lambda: opa.decide(document), args.decisions))
