@@ -15,8 +15,8 @@ processes and interleaved round by round so that machine noise falls on all alik
 - `capgate gate check PLAN` on the same registry file (local, embedded engine);
 - `capgate --help`;
 - a bare Python importing the libraries a locally stored decision cannot do without
-  (SQLAlchemy's ORM, pydantic, regopy, cryptography's Ed25519): the floor under the
-  local check, no capgate code at all.
+  (SQLAlchemy's ORM, pydantic, opa-py-wasm on wasmtime, cryptography's Ed25519): the
+  floor under the local check, no capgate code at all.
 
 capgate's own modules are byte-compiled first, as a wheel's are when pip installs it: an
 editable install run under PYTHONDONTWRITEBYTECODE (set on some CI images) would
@@ -51,7 +51,7 @@ PLAN = "chat-assistant-prod"
 TARGETS = {"server": 2.0, "local": 4.0}
 HELP_TARGET_S = 0.3
 FLOOR_IMPORTS = (
-    "import sqlalchemy.orm, pydantic, regopy; "
+    "import sqlalchemy.orm, pydantic, opapywasm, wasmtime; "
     "from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey"
 )
 
@@ -119,7 +119,10 @@ def main() -> None:
         "manifests": "the same with `--manifests examples/chat-assistant/k8s` (its 3 manifests)",
         "local": "`capgate gate check PLAN` (local SQLite, embedded engine)",
         "help": "`capgate --help`",
-        "floor": "`python -c 'import sqlalchemy.orm, pydantic, regopy, cryptography (Ed25519)'`",
+        "floor": (
+            "`python -c 'import sqlalchemy.orm, pydantic, opapywasm, wasmtime, "
+            "cryptography (Ed25519)'`"
+        ),
     }
     print("| command | runs | median s | min s | max s | x opa eval | target |")
     print("|---|---|---|---|---|---|---|")

@@ -30,7 +30,7 @@ violations contains v if {
 	not _admitted(name)
 	v := result.violation(
 		_policy, "class_admission_missing", "high",
-		sprintf("class %s has no admission settings (queue deadline, queue bound, shedding): add admission.classes.%s", [name, name]),
+		concat("", ["class ", name, " has no admission settings (queue deadline, queue bound, shedding): add admission.classes.", name]),
 		{"class": name},
 	)
 }
@@ -48,7 +48,7 @@ violations contains v if {
 	not is_number(object.get(admission, "queue_deadline_ms", null))
 	v := result.violation(
 		_policy, "queue_deadline_missing", "high",
-		sprintf("class %s has no queue deadline: set admission.classes.%s.queue_deadline_ms (its SLO allows %v ms in queue)", [name, name, result.show(object.get(class.slo, "queue_deadline_ms", null))]),
+		concat("", ["class ", name, " has no queue deadline: set admission.classes.", name, ".queue_deadline_ms (its SLO allows ", result.show(object.get(class.slo, "queue_deadline_ms", null)), " ms in queue)"]),
 		{"class": name, "queue_deadline_ms": object.get(admission, "queue_deadline_ms", null), "slo_queue_deadline_ms": object.get(class.slo, "queue_deadline_ms", null)},
 	)
 }
@@ -66,7 +66,7 @@ violations contains v if {
 	deadline > class.slo.queue_deadline_ms
 	v := result.violation(
 		_policy, "queue_deadline_exceeds_slo", "high",
-		sprintf("class %s: admission.classes.%s.queue_deadline_ms %v ms is longer than the SLO's %v ms", [name, name, result.show(deadline), result.show(class.slo.queue_deadline_ms)]),
+		concat("", ["class ", name, ": admission.classes.", name, ".queue_deadline_ms ", result.show(deadline), " ms is longer than the SLO's ", result.show(class.slo.queue_deadline_ms), " ms"]),
 		{"class": name, "queue_deadline_ms": deadline, "slo_queue_deadline_ms": class.slo.queue_deadline_ms},
 	)
 }
@@ -84,7 +84,7 @@ violations contains v if {
 	not _bounded(object.get(admission, "max_queue_depth", null))
 	v := result.violation(
 		_policy, "queue_unbounded", "high",
-		sprintf("class %s: the queue has no bound; set admission.classes.%s.max_queue_depth", [name, name]),
+		concat("", ["class ", name, ": the queue has no bound; set admission.classes.", name, ".max_queue_depth"]),
 		{"class": name, "max_queue_depth": object.get(admission, "max_queue_depth", null)},
 	)
 }
@@ -107,7 +107,7 @@ violations contains v if {
 	object.get(admission, "shed_when_full", null) != true
 	v := result.violation(
 		_policy, "shedding_disabled", "high",
-		sprintf("class %s: requests are not shed when the queue is full; set admission.classes.%s.shed_when_full: true", [name, name]),
+		concat("", ["class ", name, ": requests are not shed when the queue is full; set admission.classes.", name, ".shed_when_full: true"]),
 		{"class": name, "shed_when_full": object.get(admission, "shed_when_full", null)},
 	)
 }
@@ -126,10 +126,7 @@ violations contains v if {
 	metric in data.capgate.thresholds.autoscaling_blind_metrics
 	v := result.violation(
 		_policy, "autoscaling_blind_metric", "high",
-		sprintf(
-			"autoscaling.metric %s does not see queueing or KV-cache pressure; scale on vllm:num_requests_waiting or vllm:kv_cache_usage_perc",
-			[metric],
-		),
+		concat("", ["autoscaling.metric ", metric, " does not see queueing or KV-cache pressure; scale on vllm:num_requests_waiting or vllm:kv_cache_usage_perc"]),
 		{"metric": metric},
 	)
 }

@@ -42,7 +42,7 @@ violations contains v if {
 	object.get(class.measured, distribution, null) != true
 	v := result.violation(
 		_policy, "distribution_not_measured", "high",
-		sprintf("class %s: the %s distribution is assumed, not measured", [name, distribution]),
+		concat("", ["class ", name, ": the ", distribution, " distribution is assumed, not measured"]),
 		{"class": name, "distribution": distribution},
 	)
 }
@@ -59,7 +59,7 @@ violations contains v if {
 	not _positive(object.get(class, field, null))
 	v := result.violation(
 		_policy, "distribution_without_samples", "high",
-		sprintf("class %s: the %s distribution has no samples", [name, distribution]),
+		concat("", ["class ", name, ": the ", distribution, " distribution has no samples"]),
 		{"class": name, "distribution": distribution, "samples": object.get(class, field, null)},
 	)
 }
@@ -85,10 +85,7 @@ violations contains v if {
 	samples < _thresholds.distribution_min_samples
 	v := result.violation(
 		_policy, "distribution_too_few_samples", "high",
-		sprintf(
-			"class %s: the %s distribution rests on %v samples, fewer than distribution_min_samples %v: its p99 is not measured",
-			[name, distribution, result.show(samples), result.show(_thresholds.distribution_min_samples)],
-		),
+		concat("", ["class ", name, ": the ", distribution, " distribution rests on ", result.show(samples), " samples, fewer than distribution_min_samples ", result.show(_thresholds.distribution_min_samples), ": its p99 is not measured"]),
 		{"class": name, "distribution": distribution, "samples": samples, "min_samples": _thresholds.distribution_min_samples},
 	)
 }
@@ -113,10 +110,7 @@ violations contains v if {
 	p99 < p50 * _thresholds.distribution_min_p99_over_p50
 	v := result.violation(
 		_policy, "distribution_collapsed", "high",
-		sprintf(
-			"class %s: the measured %s distribution has p50 %v and p99 %v (p99 below distribution_min_p99_over_p50 %v times the median): a single value, not a measured distribution",
-			[name, distribution, result.show(p50), result.show(p99), result.show(_thresholds.distribution_min_p99_over_p50)],
-		),
+		concat("", ["class ", name, ": the measured ", distribution, " distribution has p50 ", result.show(p50), " and p99 ", result.show(p99), " (p99 below distribution_min_p99_over_p50 ", result.show(_thresholds.distribution_min_p99_over_p50), " times the median): a single value, not a measured distribution"]),
 		{"class": name, "distribution": distribution, "p50": p50, "p99": p99, "min_p99_over_p50": _thresholds.distribution_min_p99_over_p50},
 	)
 }
@@ -131,7 +125,7 @@ violations contains v if {
 	not _has_trace_digest
 	v := result.violation(
 		_policy, "trace_digest_missing", "high",
-		sprintf("workload %s names no trace digest for its measured distributions", [input.workload.ref]),
+		concat("", ["workload ", input.workload.ref, " names no trace digest for its measured distributions"]),
 		{"workload": input.workload.ref, "trace_digest": object.get(input.workload, "trace_digest", null)},
 	)
 }
@@ -157,15 +151,10 @@ violations contains v if {
 	minimum := _thresholds[threshold_field]
 	not _reproduced(cv_field, minimum)
 
-	# Refs only, and in details: regopy's concat quotes strings and its object.get loses a
-	# function argument used as the key, so neither may shape an output (parity).
 	tests := [e.ref | some e in _fresh]
 	v := result.violation(
 		_policy, "uniform_load_test", "high",
-		sprintf(
-			"no fresh load test has %s above %v (of %v fresh tests, listed in details): the load tests do not reproduce the workload's distribution",
-			[cv_field, result.show(minimum), result.show(count(tests))],
-		),
+		concat("", ["no fresh load test has ", cv_field, " above ", result.show(minimum), " (of ", result.show(count(tests)), " fresh tests, listed in details): the load tests do not reproduce the workload's distribution"]),
 		{"metric": cv_field, "min_cv": minimum, "evidence": tests},
 	)
 }

@@ -81,13 +81,7 @@ violations contains v if {
 	not _grace_covers_tail
 	v := result.violation(
 		_policy, "grace_period_too_short", "high",
-		sprintf(
-			"drain.termination_grace_period_s %v s is shorter than drain.pre_stop.sleep_s %v s plus the in-flight tail %v s (%v s)",
-			[
-				result.show(object.get(_drain, "termination_grace_period_s", null)), result.show(_pre_stop_sleep_s),
-				result.show(_tail_s), result.show(_required_grace_s),
-			],
-		),
+		concat("", ["drain.termination_grace_period_s ", result.show(object.get(_drain, "termination_grace_period_s", null)), " s is shorter than drain.pre_stop.sleep_s ", result.show(_pre_stop_sleep_s), " s plus the in-flight tail ", result.show(_tail_s), " s (", result.show(_required_grace_s), " s)"]),
 		{
 			"termination_grace_period_s": object.get(_drain, "termination_grace_period_s", null),
 			"pre_stop_sleep_s": _pre_stop_sleep_s,
@@ -152,10 +146,7 @@ violations contains v if {
 	_scale_down_s < _grace
 	v := result.violation(
 		_policy, "scale_down_faster_than_drain", "high",
-		sprintf(
-			"autoscaling.scale_down_stabilization_s %v s is shorter than drain.termination_grace_period_s %v s",
-			[result.show(_scale_down_s), result.show(_grace)],
-		),
+		concat("", ["autoscaling.scale_down_stabilization_s ", result.show(_scale_down_s), " s is shorter than drain.termination_grace_period_s ", result.show(_grace), " s"]),
 		{"scale_down_stabilization_s": _scale_down_s, "termination_grace_period_s": _grace},
 	)
 }
@@ -198,10 +189,7 @@ violations contains v if {
 	input.plan.total_replicas - allowed < needed
 	v := result.violation(
 		_policy, "disruption_budget_too_loose", "high",
-		sprintf(
-			"drain.disruption_budget.max_unavailable %v lets %v of %v replicas go at once, leaving fewer than the %v ready replicas needed at peak",
-			[result.show(allowed), result.show(allowed), result.show(input.plan.total_replicas), result.show(needed)],
-		),
+		concat("", ["drain.disruption_budget.max_unavailable ", result.show(allowed), " lets ", result.show(allowed), " of ", result.show(input.plan.total_replicas), " replicas go at once, leaving fewer than the ", result.show(needed), " ready replicas needed at peak"]),
 		{"max_unavailable": allowed, "total_replicas": input.plan.total_replicas, "min_ready_replicas_at_peak": needed},
 	)
 }
@@ -222,10 +210,7 @@ violations contains v if {
 	timeout < _tail_s
 	v := result.violation(
 		_policy, "pre_stop_gives_up_early", "high",
-		sprintf(
-			"drain.pre_stop.timeout_s %v s is shorter than the in-flight tail %v s: the hook gives up while the longest streams still run",
-			[result.show(timeout), result.show(_tail_s)],
-		),
+		concat("", ["drain.pre_stop.timeout_s ", result.show(timeout), " s is shorter than the in-flight tail ", result.show(_tail_s), " s: the hook gives up while the longest streams still run"]),
 		{"pre_stop_timeout_s": timeout, "tail_s": _tail_s},
 	)
 }

@@ -29,8 +29,7 @@ _stale_findings contains f if {
 	f := {
 		"rule": "evidence_stale",
 		"severity": "high",
-		# concat, not sprintf("%s"): regopy 1.5.2 quotes a concat() result formatted with %s.
-		"message": concat("", [sprintf("evidence %s is stale: ", [e.ref]), concat("; ", e.stale_reasons)]),
+		"message": concat("", ["evidence ", e.ref, " is stale: ", concat("; ", e.stale_reasons)]),
 		"details": {"evidence": e.ref, "stale_reasons": e.stale_reasons},
 	}
 }
@@ -41,7 +40,7 @@ _stale_findings contains f if {
 	f := {
 		"rule": "evidence_too_old",
 		"severity": "medium",
-		"message": sprintf("evidence %s is %v days old; at most %v allowed", [e.ref, result.show(e.age_days), result.show(_max_age)]),
+		"message": concat("", ["evidence ", e.ref, " is ", result.show(e.age_days), " days old; at most ", result.show(_max_age), " allowed"]),
 		"details": {"evidence": e.ref, "age_days": e.age_days, "max_age_days": _max_age},
 	}
 }

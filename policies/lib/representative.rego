@@ -50,10 +50,7 @@ gaps contains g if {
 		"test_value": cv,
 		"workload_value": workload_cv,
 		"required": needed,
-		"message": sprintf(
-			"evidence %s: inter-arrival CV %v, below %v (evidence_min_arrival_cv_share %v of the burstiest offered class's %v; 0 for a constant-rate test, unknown when the file states no burstiness): the test hides the queueing the workload's bursts cause",
-			[e.ref, result.show(cv), result.show(needed), result.show(_thresholds.evidence_min_arrival_cv_share), result.show(workload_cv)],
-		),
+		"message": concat("", ["evidence ", e.ref, ": inter-arrival CV ", result.show(cv), ", below ", result.show(needed), " (evidence_min_arrival_cv_share ", result.show(_thresholds.evidence_min_arrival_cv_share), " of the burstiest offered class's ", result.show(workload_cv), "; 0 for a constant-rate test, unknown when the file states no burstiness): the test hides the queueing the workload's bursts cause"]),
 	}
 }
 
@@ -72,10 +69,7 @@ gaps contains g if {
 		"test_value": offered,
 		"workload_value": workload_p99,
 		"required": needed,
-		"message": sprintf(
-			"evidence %s: class %s was offered prompts with a p99 of %v tokens, below %v (evidence_min_prompt_p99_share %v of the workload's p99 of %v; unknown when the file states no prompt lengths): the workload's long prompts were never exercised",
-			[e.ref, name, result.show(offered), result.show(needed), result.show(_thresholds.evidence_min_prompt_p99_share), result.show(workload_p99)],
-		),
+		"message": concat("", ["evidence ", e.ref, ": class ", name, " was offered prompts with a p99 of ", result.show(offered), " tokens, below ", result.show(needed), " (evidence_min_prompt_p99_share ", result.show(_thresholds.evidence_min_prompt_p99_share), " of the workload's p99 of ", result.show(workload_p99), "; unknown when the file states no prompt lengths): the workload's long prompts were never exercised"]),
 	}
 }
 

@@ -8,8 +8,8 @@ package capgate.lib.result
 # METADATA
 # title: violation
 # description: >-
-#   A violation object. The policy id and severity are passed explicitly because the
-#   embedded engine (regopy) does not implement rego.metadata.rule().
+#   A violation object. The policy id and severity are passed explicitly, at the rule
+#   that raises it, rather than read from its METADATA with rego.metadata.rule().
 violation(policy, rule, severity, message, details) := {
 	"policy": policy,
 	"rule": rule,
@@ -30,14 +30,21 @@ rounded(x) := round(x * 1000) / 1000
 # description: >-
 #   A value as message text: numbers with at most three decimals (written out, never in
 #   exponent form; the gate input's numbers are at most 1e12 in magnitude), null as
-#   "unknown", strings as they are, anything else as %v. Numbers are written with
-#   format_int and string built-ins, never with sprintf: OPA's sprintf prints a
-#   number by its text (5.0 is a float to %d), which OPA's Wasm cannot see.
+#   "unknown", strings as they are, booleans as true/false, anything else as JSON.
+#   Only built-ins OPA compiles into its Wasm module are used (format_int, concat,
+#   substring): sprintf would be left to the engine's host, and OPA's sprintf prints
+#   a number by its text (5.0 is a float to %d), which a host cannot see.
 show(x) := _num(x) if is_number(x)
 
 else := "unknown" if x == null
 
-else := sprintf("%v", [x])
+else := x if is_string(x)
+
+else := "true" if x == true
+
+else := "false" if x == false
+
+else := json.marshal(x)
 
 _num(x) := s if {
 	m := round(abs(x) * 1000)

@@ -45,7 +45,7 @@ violations contains v if {
 	not _cancellation_tested
 	v := result.violation(
 		_policy, "cancellation_not_exercised", "high",
-		sprintf("none of the %v fresh load tests exercised cancellation", [result.show(count(_fresh))]),
+		concat("", ["none of the ", result.show(count(_fresh)), " fresh load tests exercised cancellation"]),
 		{"evidence": [e.ref | some e in _fresh]},
 	)
 }
@@ -63,10 +63,7 @@ violations contains v if {
 	not _priorities_mixed
 	v := result.violation(
 		_policy, "priorities_not_mixed", "high",
-		sprintf(
-			"the workload has %v priorities but no fresh load test offered %v priority classes together",
-			[result.show(count(_priorities)), result.show(_required_priority_classes)],
-		),
+		concat("", ["the workload has ", result.show(count(_priorities)), " priorities but no fresh load test offered ", result.show(_required_priority_classes), " priority classes together"]),
 		{
 			"workload_priorities": count(_priorities),
 			"required_priority_classes": _required_priority_classes,

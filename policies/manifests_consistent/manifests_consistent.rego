@@ -34,10 +34,7 @@ violations contains v if {
 	some found in input.manifests.discrepancies
 	v := result.violation(
 		_policy, "manifest_contradicts_plan", "high",
-		sprintf(
-			"%s is %s in the plan but %s in %s:%s",
-			[found.field, _shown(found.plan), _shown(found.manifests), found.file, result.show(found.line)],
-		),
+		concat("", [found.field, " is ", _shown(found.plan), " in the plan but ", _shown(found.manifests), " in ", found.file, ":", result.show(found.line)]),
 		{"field": found.field, "plan": found.plan, "manifests": found.manifests, "file": found.file, "line": found.line},
 	)
 }

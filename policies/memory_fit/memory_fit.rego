@@ -41,10 +41,7 @@ violations contains v if {
 	_memory.fits == false
 	v := result.violation(
 		_policy, "does_not_fit", "high",
-		sprintf(
-			"the model does not fit a replica at tensor parallelism %v: %s; raise serving.gpu_memory_utilization, lower serving.max_model_len or serving.max_num_batched_tokens, or raise parallelism.tensor_parallel",
-			[result.show(input.plan.tensor_parallel), _memory.reason],
-		),
+		concat("", ["the model does not fit a replica at tensor parallelism ", result.show(input.plan.tensor_parallel), ": ", _memory.reason, "; raise serving.gpu_memory_utilization, lower serving.max_model_len or serving.max_num_batched_tokens, or raise parallelism.tensor_parallel"]),
 		_breakdown,
 	)
 }
@@ -63,13 +60,7 @@ violations contains v if {
 	_memory.kv_concurrency_at_p99_context < _memory.concurrency_needed_at_peak
 	v := result.violation(
 		_policy, "kv_cache_below_peak_concurrency", "high",
-		sprintf(
-			"the KV cache (%v GiB, %v tokens per replica) holds %v requests at the p99 context, fewer than the %v a replica has in flight at peak; raise serving.gpu_memory_utilization or parallelism.tensor_parallel, or add replicas (replicas_per_zone)",
-			[
-				result.show(_memory.kv_cache_gib), result.show(_memory.kv_tokens),
-				result.show(_memory.kv_concurrency_at_p99_context), result.show(_memory.concurrency_needed_at_peak),
-			],
-		),
+		concat("", ["the KV cache (", result.show(_memory.kv_cache_gib), " GiB, ", result.show(_memory.kv_tokens), " tokens per replica) holds ", result.show(_memory.kv_concurrency_at_p99_context), " requests at the p99 context, fewer than the ", result.show(_memory.concurrency_needed_at_peak), " a replica has in flight at peak; raise serving.gpu_memory_utilization or parallelism.tensor_parallel, or add replicas (replicas_per_zone)"]),
 		object.union(_breakdown, {
 			"kv_tokens": _memory.kv_tokens,
 			"kv_concurrency_at_p99_context": _memory.kv_concurrency_at_p99_context,

@@ -74,10 +74,7 @@ _gain_sufficient if {
 	_gain >= _thresholds.tp_min_latency_gain
 }
 
-_fit_text := sprintf(
-	"TP=1 fits one accelerator with KV for %v requests at the p99 context (%v in service per replica at peak) and needs %v GPUs at peak against %v at TP=%v",
-	[result.show(_kv), result.show(_needed), result.show(_single_gpus), result.show(_tp_gpus), result.show(_tp)],
-)
+_fit_text := concat("", ["TP=1 fits one accelerator with KV for ", result.show(_kv), " requests at the p99 context (", result.show(_needed), " in service per replica at peak) and needs ", result.show(_single_gpus), " GPUs at peak against ", result.show(_tp_gpus), " at TP=", result.show(_tp)])
 
 # METADATA
 # title: Fast interconnect
@@ -92,10 +89,7 @@ violations contains v if {
 	not _fast_interconnect
 	v := result.violation(
 		_policy, "tp_on_slow_interconnect", "high",
-		sprintf(
-			"tensor parallelism %v over %s while %s: all-reduce over a slow interconnect costs latency; set parallelism.tensor_parallel to 1",
-			[result.show(_tp), input.provider.interconnect, _fit_text],
-		),
+		concat("", ["tensor parallelism ", result.show(_tp), " over ", input.provider.interconnect, " while ", _fit_text, ": all-reduce over a slow interconnect costs latency; set parallelism.tensor_parallel to 1"]),
 		{
 			"tensor_parallel": _tp,
 			"interconnect": input.provider.interconnect,
@@ -123,14 +117,7 @@ violations contains v if {
 	not _gain_sufficient
 	v := result.violation(
 		_policy, "tp_gain_unproven", "high",
-		sprintf(
-			"tensor parallelism %v gains %v in p99 latency over TP=1 on the same %v GPUs at peak (TPOT %v, TTFT %v, the smaller counts; at least %v required) while %s; set parallelism.tensor_parallel to 1",
-			[
-				result.show(_tp), result.show(_gain), result.show(_equal_gpus),
-				result.show(_tpot_gain), result.show(_ttft_gain),
-				result.show(_thresholds.tp_min_latency_gain), _fit_text,
-			],
-		),
+		concat("", ["tensor parallelism ", result.show(_tp), " gains ", result.show(_gain), " in p99 latency over TP=1 on the same ", result.show(_equal_gpus), " GPUs at peak (TPOT ", result.show(_tpot_gain), ", TTFT ", result.show(_ttft_gain), ", the smaller counts; at least ", result.show(_thresholds.tp_min_latency_gain), " required) while ", _fit_text, "; set parallelism.tensor_parallel to 1"]),
 		{
 			"tensor_parallel": _tp,
 			"tp_latency_gain": _gain,

@@ -31,10 +31,7 @@ violations contains v if {
 	some change in input.production.drift
 	v := result.violation(
 		_policy, "workload_drifted", "high",
-		sprintf(
-			"production drifted from workload %s (observation %s): %s was %s, observed %s: %s; submit a workload profile that matches production (capgate workload from-observation %s) and a plan pinning it",
-			[input.workload.ref, input.production.observation, change.field, result.show(change.planned), result.show(change.observed), change.rule, input.production.observation],
-		),
+		concat("", ["production drifted from workload ", input.workload.ref, " (observation ", input.production.observation, "): ", change.field, " was ", result.show(change.planned), ", observed ", result.show(change.observed), ": ", change.rule, "; submit a workload profile that matches production (capgate workload from-observation ", input.production.observation, ") and a plan pinning it"]),
 		{"field": change.field, "planned": change.planned, "observed": change.observed, "threshold": change.threshold, "observation": input.production.observation},
 	)
 }
@@ -53,10 +50,7 @@ notes contains n if {
 	some miss in input.production.slo_misses
 	n := result.violation(
 		_policy, "slo_missed_in_production", "info",
-		sprintf(
-			"observation %s: %s missed: %s of requests within it, the objective %s",
-			[input.production.observation, miss.field, result.show(miss.observed), result.show(miss.planned)],
-		),
+		concat("", ["observation ", input.production.observation, ": ", miss.field, " missed: ", result.show(miss.observed), " of requests within it, the objective ", result.show(miss.planned)]),
 		{"field": miss.field, "planned": miss.planned, "observed": miss.observed, "observation": input.production.observation},
 	)
 }

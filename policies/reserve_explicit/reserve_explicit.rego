@@ -58,10 +58,7 @@ violations contains v if {
 	not _at_least(declared, _thresholds.reserve_min_worker_failures)
 	v := result.violation(
 		_policy, "worker_reserve_missing", "high",
-		sprintf(
-			"reserve.worker_failures is %v; at least %v required",
-			[result.show(declared), result.show(_thresholds.reserve_min_worker_failures)],
-		),
+		concat("", ["reserve.worker_failures is ", result.show(declared), "; at least ", result.show(_thresholds.reserve_min_worker_failures), " required"]),
 		{"worker_failures": declared, "min_worker_failures": _thresholds.reserve_min_worker_failures},
 	)
 }
@@ -78,10 +75,7 @@ violations contains v if {
 	not _at_least(declared, _thresholds.reserve_min_zone_failures)
 	v := result.violation(
 		_policy, "zone_reserve_missing", "high",
-		sprintf(
-			"reserve.zone_failures is %v; at least %v required",
-			[result.show(declared), result.show(_thresholds.reserve_min_zone_failures)],
-		),
+		concat("", ["reserve.zone_failures is ", result.show(declared), "; at least ", result.show(_thresholds.reserve_min_zone_failures), " required"]),
 		{"zone_failures": declared, "min_zone_failures": _thresholds.reserve_min_zone_failures},
 	)
 }
@@ -97,7 +91,7 @@ violations contains v if {
 	not input.recomputation.scenarios[scenario]
 	v := result.violation(
 		_policy, "scenario_missing", "high",
-		sprintf("the recomputation has no %s scenario (%s)", [scenario, what]),
+		concat("", ["the recomputation has no ", scenario, " scenario (", what, ")"]),
 		{"scenario": scenario},
 	)
 }
@@ -115,9 +109,8 @@ violations contains v if {
 	failing := sort([name | some name; predicted.per_class[name].slo_met != true])
 	v := result.violation(
 		_policy, "scenario_slo_missed", "high",
-		# concat, not sprintf("%s"): regopy 1.5.2 quotes a concat() result formatted with %s.
 		concat("", [
-			sprintf("after %s (%v ready replicas) the recomputation misses the SLOs of ", [what, result.show(predicted.ready_replicas)]),
+			concat("", ["after ", what, " (", result.show(predicted.ready_replicas), " ready replicas) the recomputation misses the SLOs of "]),
 			concat(", ", failing),
 		]),
 		{"scenario": scenario, "ready_replicas": predicted.ready_replicas, "failing_classes": failing},

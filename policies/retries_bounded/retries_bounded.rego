@@ -53,7 +53,7 @@ violations contains v if {
 	not _at_most(_get("max_attempts"), _thresholds.retry_max_attempts)
 	v := result.violation(
 		_policy, "attempts_unbounded", "high",
-		sprintf("admission.retry.max_attempts is %v; at most %v allowed", [result.show(_get("max_attempts")), result.show(_thresholds.retry_max_attempts)]),
+		concat("", ["admission.retry.max_attempts is ", result.show(_get("max_attempts")), "; at most ", result.show(_thresholds.retry_max_attempts), " allowed"]),
 		{"max_attempts": _get("max_attempts"), "max_allowed": _thresholds.retry_max_attempts},
 	)
 }
@@ -69,10 +69,7 @@ violations contains v if {
 	not _backs_off
 	v := result.violation(
 		_policy, "backoff_missing", "high",
-		sprintf(
-			"retries do not back off: admission.retry.backoff_initial_ms %v ms, backoff_max_ms %v ms",
-			[result.show(_get("backoff_initial_ms")), result.show(_get("backoff_max_ms"))],
-		),
+		concat("", ["retries do not back off: admission.retry.backoff_initial_ms ", result.show(_get("backoff_initial_ms")), " ms, backoff_max_ms ", result.show(_get("backoff_max_ms")), " ms"]),
 		{"backoff_initial_ms": _get("backoff_initial_ms"), "backoff_max_ms": _get("backoff_max_ms")},
 	)
 }
@@ -111,10 +108,7 @@ violations contains v if {
 	not _at_most(_get("retry_budget_ratio"), _thresholds.retry_max_budget_ratio)
 	v := result.violation(
 		_policy, "retry_budget_unbounded", "high",
-		sprintf(
-			"admission.retry.retry_budget_ratio is %v; at most %v allowed",
-			[result.show(_get("retry_budget_ratio")), result.show(_thresholds.retry_max_budget_ratio)],
-		),
+		concat("", ["admission.retry.retry_budget_ratio is ", result.show(_get("retry_budget_ratio")), "; at most ", result.show(_thresholds.retry_max_budget_ratio), " allowed"]),
 		{"retry_budget_ratio": _get("retry_budget_ratio"), "max_allowed": _thresholds.retry_max_budget_ratio},
 	)
 }

@@ -70,38 +70,22 @@ _slo_declared(class, slo_key) if is_number(class.slo[slo_key])
 # caused by the recomputation names whether calibration moved it.
 _calibration := input.recomputation.calibration
 
-_calibration_text := sprintf(
-	"the step-time model is calibrated on %v load test(s) (MBU %v, MFU %v)",
-	[result.show(count(_calibration.source_evidence)), result.show(_calibration.mbu), result.show(_calibration.mfu)],
-) if {
+_calibration_text := concat("", ["the step-time model is calibrated on ", result.show(count(_calibration.source_evidence)), " load test(s) (MBU ", result.show(_calibration.mbu), ", MFU ", result.show(_calibration.mfu), ")"]) if {
 	_calibration.fitted == true
-} else := sprintf(
-	"the step-time model uses default efficiencies (MBU %v, MFU %v): no fresh load test on this accelerator calibrated it",
-	[result.show(_calibration.mbu), result.show(_calibration.mfu)],
-) if {
+} else := concat("", ["the step-time model uses default efficiencies (MBU ", result.show(_calibration.mbu), ", MFU ", result.show(_calibration.mfu), "): no fresh load test on this accelerator calibrated it"]) if {
 	is_object(_calibration)
 } else := "the calibration is unknown"
 
 _change := input.recomputation.calibration_changed
 
-_calibration_change_text := sprintf(
-	"; the calibration changed since the plan's decision %s (MBU %v -> %v, MFU %v -> %v): the prediction moved, not the plan",
-	[_change.decision, result.show(_change.previous.mbu), result.show(_calibration.mbu), result.show(_change.previous.mfu), result.show(_calibration.mfu)],
-) if {
+_calibration_change_text := concat("", ["; the calibration changed since the plan's decision ", _change.decision, " (MBU ", result.show(_change.previous.mbu), " -> ", result.show(_calibration.mbu), ", MFU ", result.show(_change.previous.mfu), " -> ", result.show(_calibration.mfu), "): the prediction moved, not the plan"]) if {
 	is_object(_change)
 } else := ""
 
-_recomputation_basis := sprintf("%s%s", [_calibration_text, _calibration_change_text])
+_recomputation_basis := concat("", [_calibration_text, _calibration_change_text])
 
 # The serving settings a recomputed miss turns on: batch cap and KV room per replica.
-_serving_text := sprintf(
-	"serving.max_num_seqs %v, KV cache for %v requests at the p99 context with serving.gpu_memory_utilization %v",
-	[
-		result.show(object.get(input.plan, ["serving", "max_num_seqs"], null)),
-		result.show(object.get(input.recomputation, ["memory", "kv_concurrency_at_p99_context"], null)),
-		result.show(object.get(input.plan, ["serving", "gpu_memory_utilization"], null)),
-	],
-)
+_serving_text := concat("", ["serving.max_num_seqs ", result.show(object.get(input.plan, ["serving", "max_num_seqs"], null)), ", KV cache for ", result.show(object.get(input.recomputation, ["memory", "kv_concurrency_at_p99_context"], null)), " requests at the p99 context with serving.gpu_memory_utilization ", result.show(object.get(input.plan, ["serving", "gpu_memory_utilization"], null))])
 
 _measured_at_peak(class, metric) if {
 	some e in _at_peak
@@ -135,7 +119,7 @@ violations contains v if {
 	not _slo_declared(class, slo_key)
 	v := result.violation(
 		_policy, "slo_undeclared", "high",
-		sprintf("class %s declares no %s SLO", [name, slo_key]),
+		concat("", ["class ", name, " declares no ", slo_key, " SLO"]),
 		{"class": name, "slo": slo_key},
 	)
 }
@@ -155,10 +139,7 @@ violations contains v if {
 	declared := evidence.declared_only(input.evidence, _thresholds, _policy)
 	v := result.violation(
 		_policy, "no_evidence_at_peak", "high",
-		sprintf(
-			"no fresh imported load-test evidence at or above the peak of %v requests/s per ready replica (with the largest zone lost) without failures that represents the workload (%v fresh evidence; %v declared by hand and %v not representative, not counted)",
-			[result.show(_peak_rps), result.show(count(fresh)), result.show(count(declared)), result.show(count(_unrepresentative))],
-		),
+		concat("", ["no fresh imported load-test evidence at or above the peak of ", result.show(_peak_rps), " requests/s per ready replica (with the largest zone lost) without failures that represents the workload (", result.show(count(fresh)), " fresh evidence; ", result.show(count(declared)), " declared by hand and ", result.show(count(_unrepresentative)), " not representative, not counted)"]),
 		{
 			"peak_rps_per_replica": _peak_rps,
 			"fresh_evidence": fresh,
@@ -182,10 +163,7 @@ violations contains v if {
 	_too_many_errors(e)
 	v := result.violation(
 		_policy, "evidence_errors", "high",
-		sprintf(
-			"evidence %s: %v of requests failed (%v failed), over the maximum error rate of %v; its latencies do not show the SLO is met",
-			[e.ref, result.show(e.error_rate), result.show(e.failed), result.show(_thresholds.evidence_max_error_rate)],
-		),
+		concat("", ["evidence ", e.ref, ": ", result.show(e.error_rate), " of requests failed (", result.show(e.failed), " failed), over the maximum error rate of ", result.show(_thresholds.evidence_max_error_rate), "; its latencies do not show the SLO is met"]),
 		{
 			"evidence": e.ref,
 			"error_rate": e.error_rate,
@@ -241,14 +219,7 @@ violations contains v if {
 	fit.rejected_share > _thresholds.context_max_rejected_share
 	v := result.violation(
 		_policy, "requests_exceed_max_model_len", "high",
-		sprintf(
-			"class %s: %v of requests need more than serving.max_model_len = %v tokens (p99 prompt + output %v), over the %v the SLO allows; vLLM rejects them: raise serving.max_model_len to at least %v",
-			[
-				name, result.show(fit.rejected_share), result.show(fit.max_model_len),
-				result.show(fit.p99_context_tokens), result.show(_thresholds.context_max_rejected_share),
-				result.show(ceil(fit.p99_context_tokens)),
-			],
-		),
+		concat("", ["class ", name, ": ", result.show(fit.rejected_share), " of requests need more than serving.max_model_len = ", result.show(fit.max_model_len), " tokens (p99 prompt + output ", result.show(fit.p99_context_tokens), "), over the ", result.show(_thresholds.context_max_rejected_share), " the SLO allows; vLLM rejects them: raise serving.max_model_len to at least ", result.show(ceil(fit.p99_context_tokens))]),
 		{
 			"class": name,
 			"field": "serving.max_model_len",
@@ -276,7 +247,7 @@ violations contains v if {
 	not _measured_at_peak(name, metric)
 	v := result.violation(
 		_policy, "class_not_measured_at_peak", "high",
-		sprintf("no fresh load test at peak measured %s of class %s", [metric, name]),
+		concat("", ["no fresh load test at peak measured ", metric, " of class ", name]),
 		{"class": name, "metric": metric, "evidence": [e.ref | some e in _at_peak]},
 	)
 }
@@ -298,10 +269,7 @@ violations contains v if {
 	measured > slo
 	v := result.violation(
 		_policy, "evidence_slo_missed", "high",
-		sprintf(
-			"evidence %s: class %s %s is %v ms at %v requests/s per replica, over the SLO of %v ms",
-			[e.ref, name, metric, result.show(measured), result.show(e.offered_rps_per_replica), result.show(slo)],
-		),
+		concat("", ["evidence ", e.ref, ": class ", name, " ", metric, " is ", result.show(measured), " ms at ", result.show(e.offered_rps_per_replica), " requests/s per replica, over the SLO of ", result.show(slo), " ms"]),
 		{
 			"evidence": e.ref,
 			"class": name,
@@ -325,7 +293,7 @@ violations contains v if {
 	not input.recomputation.scenarios.peak.per_class[name]
 	v := result.violation(
 		_policy, "recomputation_missing_class", "high",
-		sprintf("the recomputed peak scenario has no prediction for class %s", [name]),
+		concat("", ["the recomputed peak scenario has no prediction for class ", name]),
 		{"class": name},
 	)
 }
@@ -345,10 +313,7 @@ violations contains v if {
 	predicted > slo
 	v := result.violation(
 		_policy, "recomputation_slo_missed", "high",
-		sprintf(
-			"recomputed peak: class %s %s is %v ms, over the SLO of %v ms at %v ready replicas (%s); %s",
-			[name, metric, result.show(predicted), result.show(slo), result.show(input.recomputation.scenarios.peak.ready_replicas), _serving_text, _recomputation_basis],
-		),
+		concat("", ["recomputed peak: class ", name, " ", metric, " is ", result.show(predicted), " ms, over the SLO of ", result.show(slo), " ms at ", result.show(input.recomputation.scenarios.peak.ready_replicas), " ready replicas (", _serving_text, "); ", _recomputation_basis]),
 		{
 			"class": name,
 			"metric": metric,
@@ -374,7 +339,7 @@ violations contains v if {
 	not _predicted_over(name)
 	v := result.violation(
 		_policy, "recomputation_flags_miss", "high",
-		sprintf("recomputed peak: the planner marks class %s as missing its SLO (shed rate %v)", [name, result.show(predicted.shed_rate)]),
+		concat("", ["recomputed peak: the planner marks class ", name, " as missing its SLO (shed rate ", result.show(predicted.shed_rate), ")"]),
 		{"class": name, "shed_rate": predicted.shed_rate},
 	)
 }
@@ -412,14 +377,7 @@ violations contains v if {
 	check.relative_error > _thresholds.claims_max_relative_error
 	v := result.violation(
 		_policy, "claims_disagree", "high",
-		sprintf(
-			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms (relative error %v > %v): the plan promises more than the recomputation; raise claims.per_class.%s.%s or change the plan (%s)",
-			[
-				name, metric, result.show(check.claimed), result.show(check.predicted),
-				result.show(check.relative_error), result.show(_thresholds.claims_max_relative_error),
-				name, metric, _recomputation_basis,
-			],
-		),
+		concat("", ["class ", name, ": the plan claims ", metric, " ", result.show(check.claimed), " ms, the recomputation predicts ", result.show(check.predicted), " ms (relative error ", result.show(check.relative_error), " > ", result.show(_thresholds.claims_max_relative_error), "): the plan promises more than the recomputation; raise claims.per_class.", name, ".", metric, " or change the plan (", _recomputation_basis, ")"]),
 		{
 			"class": name,
 			"metric": metric,
@@ -446,11 +404,8 @@ violations contains v if {
 	predicted := object.get(input.recomputation.scenarios.peak.per_class, [name, metric], null)
 	v := result.violation(
 		_policy, "claims_missing", "high",
-		sprintf(
-			"class %s: the plan claims no %s; state claims.per_class.%s.%s (the recomputation predicts %v ms at peak)",
-			[name, metric, name, metric, result.show(predicted)],
-		),
-		{"class": name, "metric": metric, "field": sprintf("claims.per_class.%s.%s", [name, metric]), "predicted": predicted},
+		concat("", ["class ", name, ": the plan claims no ", metric, "; state claims.per_class.", name, ".", metric, " (the recomputation predicts ", result.show(predicted), " ms at peak)"]),
+		{"class": name, "metric": metric, "field": concat("", ["claims.per_class.", name, ".", metric]), "predicted": predicted},
 	)
 }
 
@@ -468,10 +423,7 @@ notes contains n if {
 	check.relative_error > _thresholds.claims_max_relative_error
 	n := result.violation(
 		_policy, "claims_pessimistic", "info",
-		sprintf(
-			"class %s: the plan claims %s %v ms, the recomputation predicts %v ms: the claim is conservative",
-			[name, metric, result.show(check.claimed), result.show(check.predicted)],
-		),
+		concat("", ["class ", name, ": the plan claims ", metric, " ", result.show(check.claimed), " ms, the recomputation predicts ", result.show(check.predicted), " ms: the claim is conservative"]),
 		{"class": name, "metric": metric, "claimed": check.claimed, "predicted": check.predicted},
 	)
 }

@@ -75,10 +75,7 @@ violations contains v if {
 	object.get(_warmup, "count_warming_as_capacity", null) != false
 	v := result.violation(
 		_policy, "warming_counted_as_capacity", "high",
-		sprintf(
-			"warmup.count_warming_as_capacity is not false: the plan counts warming replicas as capacity, but a replica takes %v s to warm",
-			[result.show(input.provider.warmup_s)],
-		),
+		concat("", ["warmup.count_warming_as_capacity is not false: the plan counts warming replicas as capacity, but a replica takes ", result.show(input.provider.warmup_s), " s to warm"]),
 		{
 			"count_warming_as_capacity": object.get(_warmup, "count_warming_as_capacity", null),
 			"warmup_s": input.provider.warmup_s,
@@ -113,10 +110,7 @@ violations contains v if {
 	not _startup_budget_covers_warmup
 	v := result.violation(
 		_policy, "startup_probe_too_short", "high",
-		sprintf(
-			"warmup.startup_probe_budget_s %v s is shorter than the measured warm-up of %v s",
-			[result.show(object.get(_warmup, "startup_probe_budget_s", null)), result.show(input.provider.warmup_s)],
-		),
+		concat("", ["warmup.startup_probe_budget_s ", result.show(object.get(_warmup, "startup_probe_budget_s", null)), " s is shorter than the measured warm-up of ", result.show(input.provider.warmup_s), " s"]),
 		{
 			"startup_probe_budget_s": object.get(_warmup, "startup_probe_budget_s", null),
 			"warmup_s": input.provider.warmup_s,
@@ -142,10 +136,7 @@ violations contains v if {
 	not _floor_covers_peak
 	v := result.violation(
 		_policy, "min_replicas_below_ready_floor", "high",
-		sprintf(
-			"the replica floor %v (autoscaling.min_replicas, or the total of replicas_per_zone without autoscaling) is below the %v ready replicas needed at peak plus a reserve of %v (%v)",
-			[result.show(_floor), result.show(_min_ready), result.show(_reserve_replicas), result.show(_required_floor)],
-		),
+		concat("", ["the replica floor ", result.show(_floor), " (autoscaling.min_replicas, or the total of replicas_per_zone without autoscaling) is below the ", result.show(_min_ready), " ready replicas needed at peak plus a reserve of ", result.show(_reserve_replicas), " (", result.show(_required_floor), ")"]),
 		{
 			"min_replicas": _floor,
 			"min_ready_replicas_at_peak": _min_ready,
@@ -174,13 +165,7 @@ violations contains v if {
 	input.plan.total_replicas < required
 	v := result.violation(
 		_policy, "warmup_headroom_missing", "high",
-		sprintf(
-			"the plan runs %v replicas (replicas_per_zone); %v ready at peak plus %v headroom for one warm-up needs %v",
-			[
-				result.show(input.plan.total_replicas), result.show(_min_ready),
-				result.show(input.recomputation.warmup_headroom_replicas), result.show(required),
-			],
-		),
+		concat("", ["the plan runs ", result.show(input.plan.total_replicas), " replicas (replicas_per_zone); ", result.show(_min_ready), " ready at peak plus ", result.show(input.recomputation.warmup_headroom_replicas), " headroom for one warm-up needs ", result.show(required)]),
 		{
 			"total_replicas": input.plan.total_replicas,
 			"min_ready_replicas_at_peak": _min_ready,
@@ -209,10 +194,7 @@ violations contains v if {
 	e.warmup_s > _warmup_allowed
 	v := result.violation(
 		_policy, "measured_warmup_exceeds_stated", "high",
-		sprintf(
-			"evidence %s measured a warm-up of %v s, longer than the provider's stated %v s (plus warmup_measured_max_excess %v): correct the provider's warmup.cold_start_to_ready_s",
-			[e.ref, result.show(e.warmup_s), result.show(input.provider.warmup_s), result.show(data.capgate.thresholds.warmup_measured_max_excess)],
-		),
+		concat("", ["evidence ", e.ref, " measured a warm-up of ", result.show(e.warmup_s), " s, longer than the provider's stated ", result.show(input.provider.warmup_s), " s (plus warmup_measured_max_excess ", result.show(data.capgate.thresholds.warmup_measured_max_excess), "): correct the provider's warmup.cold_start_to_ready_s"]),
 		{
 			"evidence": e.ref,
 			"measured_warmup_s": e.warmup_s,

@@ -190,7 +190,9 @@ class ClaimCheck(_Doc):
 
 class ContextFitInput(_Doc):
     max_model_len: int = Field(description="The plan's serving.max_model_len.")
-    p99_context_tokens: float = Field(description="The class's p99 prompt + p99 output tokens.")
+    p99_context_tokens: float = Field(
+        ge=0, description="The class's p99 prompt + p99 output tokens."
+    )
     rejected_share: float = Field(
         description="Share of the class's requests longer than max_model_len: vLLM rejects them."
     )

@@ -1,4 +1,4 @@
-"""Policy engines: the gate's Rego bundle evaluated embedded (regopy) or on an OPA server."""
+"""Policy engines: the gate's Rego bundle as OPA's Wasm build in process, or on OPA servers."""
 
 from registry.policy.bundle import PolicyBundle, load_bundle
 from registry.policy.engine import (

@@ -1,8 +1,7 @@
 """The policy bundle: the installed ``policies`` package's Rego modules and data.
 
-Only non-test modules are part of the bundle: ``*_test.rego`` files use
-``with ... as ...``, which crashes the embedded engine (regopy 1.5.2), and only the
-real OPA runs them (``opa test policies``). The revision is a sha256 over the sorted
+Only non-test modules are part of the bundle: ``*_test.rego`` files are run by the real
+OPA (``opa test policies``) and never decide. The revision is a sha256 over the sorted
 file names and contents, so the same files give the same revision on every machine.
 """
 

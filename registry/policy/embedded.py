@@ -3,10 +3,11 @@
 The default engine must decide exactly as OPA does, so it runs OPA's own compiler
 output (registry.policy.wasm_build) on wasmtime through ``opa-py-wasm``: OPA's planner,
 OPA's built-ins (numbers compared as numbers in ``max``/``min``/``sort``, OPA's decimal
-arithmetic), with one built-in, ``sprintf``, formatted by the host for the verbs whose
-Go output is certain (registry.policy.wasm_builtins). docs/opa.md says why this engine
-and not regopy, and tests/policy/test_differential.py holds it to OPA on generated
-inputs.
+arithmetic). The host supplies no built-in at all: a module that asks its host for one
+(OPA's Wasm leaves ``sprintf``, ``time.*``, ``http.send`` and others to the host) is
+refused at load, so nothing that decides is written here. docs/opa.md says why this
+engine, tests/policy/test_differential_*.py hold it to OPA on generated inputs and
+tests/policy/test_builtin_conformance.py on every built-in the policies call.
 
 Traps handled here:
 
@@ -17,7 +18,6 @@ Traps handled here:
   that needs it does not fire (it can drop a violation). The policies call no built-in
   that can fail on a valid input, and the differential suite compares OPA's strict
   answers, errors included; an undefined or malformed decision is a PolicyError.
-* the host's ``sprintf`` refuses a format it cannot print as OPA does: an error.
 """
 
 from __future__ import annotations
@@ -40,14 +40,10 @@ from registry.policy.wasm_build import (
     WasmBuildError,
     compiled_policy,
 )
-from registry.policy.wasm_builtins import sprintf
 
 POOL_SIZE = 2
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 EVAL_TIMEOUT_S = 30.0
-# Host built-ins the module may call; a module asking for any other one is refused at
-# load, not when a decision happens to reach it.
-HOST_BUILTINS = {"sprintf": sprintf}
 
 _pages_lock = threading.Lock()
 
@@ -130,18 +126,22 @@ class WasmPolicy:
         )
         try:
             self._policy = OpaWasmPolicy.from_wasm_bytes(compiled.wasm, config=config)
-            needed = set(self._policy.builtins)
-            unknown = sorted(needed - set(HOST_BUILTINS))
-            if unknown:
+            # Refused at load, not when a decision happens to reach the call.
+            host = self.host_builtins
+            if host:
                 raise PolicyError(
-                    f"embedded engine: the compiled bundle calls host built-ins {unknown} "
-                    f"that only {sorted(HOST_BUILTINS)} are provided for"
+                    f"embedded engine: the policies call {', '.join(host)}, which OPA's "
+                    "Wasm leaves to the host; this engine provides no host built-in "
+                    "(write the rule with built-ins OPA compiles in, docs/policies.md)"
                 )
-            for name in needed:
-                self._policy.register_builtin(name, HOST_BUILTINS[name])
             self._policy.set_data(data)
         except OpaWasmError as exc:
             raise PolicyError(f"embedded engine: the compiled bundle does not load: {exc}") from exc
+
+    @property
+    def host_builtins(self) -> list[str]:
+        """The built-ins the module asks its host for (OPA compiled in all the others)."""
+        return sorted(self._policy.builtins)
 
     def evaluate(self, input_json: bytes) -> tuple[bool, Any]:
         """(defined, value) of the entrypoint for an input given as JSON text."""

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 DECISION_PATH = "capgate/gate/decision"
 DECISION_QUERY = "data.capgate.gate.decision"
 VIOLATION_KEYS = frozenset({"policy", "rule", "severity", "message", "details"})
-# Numbers in decisions are kept to this many significant digits: regopy prints 16, OPA
-# 17, so without it the same violation could differ in the last digit between engines.
+# Numbers in decisions are kept to this many significant digits: OPA keeps decimals
+# where its Wasm computes in doubles, so the last digits of a computed detail can differ.
 SIGNIFICANT_DIGITS = 12
 
 

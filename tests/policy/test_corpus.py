@@ -115,7 +115,7 @@ def test_success_violation_objects_are_whole(embedded: EmbeddedEngine) -> None:
 
 
 def test_success_float_precision_survives_embedded(embedded: EmbeddedEngine) -> None:
-    # regopy's Input() keeps ~6 significant digits; the engine passes JSON text instead.
+    # The input reaches the module as JSON text: every digit a detail carries survives.
     decision = embedded.decide(load_case("tail_slo__claims_disagree.json"))
     assert [v.model_dump() for v in decision.violations] == [
         {

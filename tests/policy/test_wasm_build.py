@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 import wasmtime
 
 from registry.policy.bundle import PolicyBundle, load_bundle
-from registry.policy.embedded import EmbeddedEngine, memory_minimum
+from registry.policy.embedded import EmbeddedEngine, memory_minimum, wasm_policy
 from registry.policy.engine import PolicyError
 from registry.policy.wasm_build import WasmBuildError, compiled_policy, modules_digest
-from registry.policy.wasm_builtins import UnsupportedFormat, sprintf
 from tests.policy.conftest import load_case
 
 
@@ -85,54 +82,6 @@ def test_success_memory_minimum_is_what_wasmtime_reads(cache: Path) -> None:
     assert memory_minimum(wasm) == memory.limits.min
 
 
-# ---- the host's sprintf: the rows it formats, each as OPA formats it ----------------
-
-ROWS = [
-    ("%s", ["plain"]),
-    ("class %s: %v of %v", ["batch", "12.5", "unknown"]),
-    ("%v and %v", [True, False]),
-    ("100%% of %s", ["it"]),
-    ("no verbs", []),
-    ("%s%s", ["", ""]),
-    ("ünïcode %s", ["zone-é"]),
-]
-
-
-def test_success_host_sprintf_equals_opa(tmp_path: Path, opa_binary: Path) -> None:
-    (tmp_path / "rows.json").write_text(json.dumps({"rows": ROWS}))
-    done = subprocess.run(
-        [
-            str(opa_binary),
-            "eval",
-            "--strict-builtin-errors",
-            "--format",
-            "json",
-            "--input",
-            str(tmp_path / "rows.json"),
-            "[sprintf(row[0], row[1]) | some row in input.rows]",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    opa = json.loads(done.stdout)["result"][0]["expressions"][0]["value"]
-    assert [sprintf(fmt, operands) for fmt, operands in ROWS] == opa
-
-
-@pytest.mark.parametrize(
-    ("fmt", "operands", "why"),
-    [
-        ("%d", [5], "unsupported verb"),
-        ("%.2f", [1.5], "unsupported verb"),
-        ("%v", [5.0], "pass numbers through result.show"),
-        ("%s", [True], "%s of a bool"),
-        ("%v", [["a"]], "%v of a list"),
-        ("%s %s", ["a"], "2 verbs for 1 operands"),
-        ("%s", ["a", "b"], "1 verbs for 2 operands"),
-    ],
-)
-def test_fail_host_sprintf_refuses_what_it_cannot_print_as_opa(
-    fmt: str, operands: list[object], why: str
-) -> None:
-    with pytest.raises(UnsupportedFormat, match=why.replace(".", r"\.")):
-        sprintf(fmt, operands)
+def test_success_shipped_module_asks_its_host_for_nothing(cache: Path) -> None:
+    """Every built-in the shipped policies call is compiled into the module by OPA."""
+    assert wasm_policy(load_bundle()).host_builtins == []
