@@ -140,6 +140,11 @@ def verify(
         typer.echo(f"BROKEN: {len(report.problems)} problem(s) in {report.events} events")
         for problem in report.problems:
             typer.echo(f"  {problem}")
+    if report.ungoverned_decisions and not json_out:
+        typer.echo(
+            f"note: {report.ungoverned_decisions} decisions were taken before any policy "
+            "release was approved (under an unapproved bundle; see capgate policy release)"
+        )
     raise typer.Exit(0 if report.intact else 1)
 
 

@@ -41,7 +41,12 @@ class Backend(Protocol):
         self, document: dict[str, Any], *, source: str, seed: int
     ) -> PlanRecomputation: ...
 
-    def gate_check(self, ref: str, manifests: StatedManifests | None = None) -> DecisionView: ...
+    def gate_check(
+        self,
+        ref: str,
+        manifests: StatedManifests | None = None,
+        policy_release: str | None = None,
+    ) -> DecisionView: ...
 
     def get_decision(self, decision_id: str) -> DecisionView: ...
 
@@ -159,7 +164,12 @@ class LocalBackend:
             exc.source = exc.source or source
             raise
 
-    def gate_check(self, ref: str, manifests: StatedManifests | None = None) -> DecisionView:
+    def gate_check(
+        self,
+        ref: str,
+        manifests: StatedManifests | None = None,
+        policy_release: str | None = None,
+    ) -> DecisionView:
         from registry.gate.service import check
 
         now, limits = self._now_and_limits()
@@ -173,6 +183,7 @@ class LocalBackend:
             limits=limits,
             now=now,
             manifests=manifests,
+            policy_release=policy_release,
         )
 
     def get_decision(self, decision_id: str) -> DecisionView:
@@ -318,12 +329,19 @@ class RemoteBackend:
         )
         return PlanRecomputation.model_validate(data)
 
-    def gate_check(self, ref: str, manifests: StatedManifests | None = None) -> DecisionView:
+    def gate_check(
+        self,
+        ref: str,
+        manifests: StatedManifests | None = None,
+        policy_release: str | None = None,
+    ) -> DecisionView:
         from registry.gate.views import DecisionView
 
         body: dict[str, Any] = {"plan": ref}
         if manifests is not None:
             body["manifests"] = manifests.model_dump(mode="json")
+        if policy_release is not None:
+            body["policy_release"] = policy_release
         return DecisionView.model_validate(self._request("POST", "/v1/gate/checks", json=body))
 
     def get_decision(self, decision_id: str) -> DecisionView:

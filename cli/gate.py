@@ -94,6 +94,14 @@ def check(
             "manifests_consistent policy denies it, naming file and line.",
         ),
     ] = None,
+    policy_release: Annotated[
+        str | None,
+        typer.Option(
+            "--policy-release",
+            help="Pin the policy release (NAME@vN) this check must run under: exit 2 unless "
+            "it is the approved release in force.",
+        ),
+    ] = None,
     server: ServerOpt = None,
 ) -> None:
     """Evaluate every policy on PLAN, store the decision and exit with its code."""
@@ -118,7 +126,9 @@ def check(
             from registry.manifests.stated import stated_document
 
             sent = stated_document(manifests)
-        decision = check_remote(server, Settings.from_env().token(), plan, sent)
+        decision = check_remote(
+            server, Settings.from_env().token(), plan, sent, policy_release=policy_release
+        )
     else:
         from cli.backend import open_backend
 
@@ -129,7 +139,7 @@ def check(
             stated = stated_fields(manifests)
         backend = open_backend(None)
         with _planner_progress(backend, terminal_only=True):
-            decision = backend.gate_check(plan, stated)
+            decision = backend.gate_check(plan, stated, policy_release)
     _write(_render(decision, chosen, plan_file), output)
     if output is not None or chosen is not Format.text:
         # Pipelines read one line on stderr whatever the report's format or destination.

@@ -122,6 +122,13 @@ def _token() -> typer.Typer:
     return token_app
 
 
+@cache
+def _policy() -> typer.Typer:
+    from cli.policy_releases import policy_app
+
+    return policy_app
+
+
 GROUPS: dict[str, Callable[[], typer.Typer]] = {
     "db": _db,
     "workload": _workload,
@@ -133,6 +140,7 @@ GROUPS: dict[str, Callable[[], typer.Typer]] = {
     "gate": _gate,
     "audit": _audit,
     "token": _token,
+    "policy": _policy,
 }
 
 

@@ -37,6 +37,7 @@ def check_remote(
     plan: str,
     manifests: dict[str, Any] | None = None,
     *,
+    policy_release: str | None = None,
     timeout_s: float = TIMEOUT_S,
 ) -> WireDecision:
     """POST /v1/gate/checks; the decision, or the server's error as a CapgateError."""
@@ -47,6 +48,8 @@ def check_remote(
     body: dict[str, Any] = {"plan": plan}
     if manifests is not None:
         body["manifests"] = manifests
+    if policy_release is not None:
+        body["policy_release"] = policy_release
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if token:
         # The server records the token's subject as the principal; without a token only a

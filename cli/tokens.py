@@ -41,7 +41,8 @@ def create(
     role: Annotated[
         list[str],
         typer.Option(
-            "--role", help="submitter, pipeline, approver, auditor or admin (repeatable)."
+            "--role",
+            help="submitter, pipeline, approver, auditor, admin or policy-admin (repeatable).",
         ),
     ],
     team: Annotated[

@@ -37,6 +37,15 @@ capgate evidence import --workload chat-assistant --provider llama31-8b-h100-vll
 echo "== recompute the plan from its workload (chart: out/chat-assistant-prod.png)"
 capgate plan size chat-assistant-prod --chart out/chat-assistant-prod.png
 
+echo "== the policy in force: the installed bundle released by one policy-admin, approved by another"
+# Once per registry (a release is immutable): a later run finds it in force already.
+if ! capgate policy release show capgate-policies@v1 >/dev/null 2>&1; then
+    CAPGATE_PRINCIPAL=alice capgate policy release submit capgate-policies \
+        --notes "the policies shipped with capgate"
+    CAPGATE_PRINCIPAL=bob capgate policy release approve capgate-policies@v1 \
+        --comment "reviewed for the worked example"
+fi
+
 echo "== the release gate (exit 0 allow, 1 deny, 2 error), against the manifests that ship"
 capgate gate check chat-assistant-prod --manifests "$example/k8s" --format junit --output out/gate.xml
 capgate gate check chat-assistant-prod --manifests "$example/k8s"

@@ -67,7 +67,8 @@ def _empty_tables(database: Database) -> None:
         connection.execute(
             text(
                 "TRUNCATE staleness, decision_attestations, decisions, recomputations, "
-                "waiver_approvals, api_tokens, policy_decision_logs, policy_bundles, record_refs, "
+                "waiver_approvals, policy_release_approvals, policy_releases, api_tokens, "
+                "policy_decision_logs, policy_bundles, record_refs, "
                 "records, audit_events RESTART IDENTITY CASCADE"
             )
         )

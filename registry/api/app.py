@@ -25,6 +25,7 @@ from registry.api.evidence import evidence_router
 from registry.api.evidence_lifecycle import evidence_lifecycle_router
 from registry.api.gate import gate_router
 from registry.api.limits import install_body_limit
+from registry.api.policy_releases import policy_releases_router
 from registry.api.query_guard import reject_unknown_query
 from registry.api.records import records_router
 from registry.api.tokens import tokens_router
@@ -134,6 +135,7 @@ def create_app(
         audit_router(),
         tokens_router(),
         waiver_approvals_router(),
+        policy_releases_router(),
         bundles_router(),
         records_router(),
     ):

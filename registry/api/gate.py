@@ -33,6 +33,11 @@ class CheckRequest(BaseModel):
         "the plan version decided on: a field they contradict is a violation of "
         "manifests_consistent.",
     )
+    policy_release: str | None = Field(
+        default=None,
+        description="A policy release (NAME@vN) the pipeline pins: the check is a 503 "
+        "unless it is the approved release in force.",
+    )
 
 
 class DecisionInput(BaseModel):
@@ -56,7 +61,7 @@ class DsseEnvelope(BaseModel):
     signatures: list[DsseSignature]
 
 
-def _engine(request: Request) -> Engine:
+def request_engine(request: Request) -> Engine:
     """One engine per application: it caches the built bundle (embedded) or the server link."""
     engine: Engine | None = getattr(request.app.state, "engine", None)
     if engine is None:
@@ -89,12 +94,13 @@ def gate_router() -> APIRouter:
         database.ensure_schema()
         return check(
             database,
-            _engine(request),
+            request_engine(request),
             plan_ref=body.plan,
             principal=principal,
             limits=load_thresholds(),
             now=datetime.now(UTC),
             manifests=body.manifests,
+            policy_release=body.policy_release,
         )
 
     @router.post(
@@ -108,7 +114,7 @@ def gate_router() -> APIRouter:
     ) -> RecheckReport:
         return recheck_all(
             database,
-            _engine(request),
+            request_engine(request),
             principal=principal,
             limits=load_thresholds(),
             now=datetime.now(UTC),

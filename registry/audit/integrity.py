@@ -37,6 +37,7 @@ Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import weakref
@@ -60,9 +61,12 @@ from registry.audit.chain import (
 )
 from registry.digest import content_digest
 from registry.errors import Tampered
+from registry.policy.bundle import files_revision
 from registry.storage.models import (
     AuditEventRow,
     DecisionRow,
+    PolicyReleaseApprovalRow,
+    PolicyReleaseRow,
     RecomputationRow,
     StalenessRow,
     WaiverApprovalRow,
@@ -176,6 +180,11 @@ def _label(table: str, key: str, fields: dict[str, Any] | None) -> str:
         return f"decisions {key}"
     if table == R.WAIVER_APPROVALS:
         return f"waiver_approvals of waiver record {key}"
+    if table == R.POLICY_RELEASES:
+        named = f" ({fields['name']}@v{fields['version']})" if "name" in fields else ""
+        return f"policy_releases id {key}{named}"
+    if table == R.POLICY_RELEASE_APPROVALS:
+        return f"policy_release_approvals of release {key}"
     about = {
         R.STALENESS: ("evidence record", "evidence_record_id"),
         R.WITHDRAWALS: ("evidence record", "evidence_record_id"),
@@ -295,6 +304,13 @@ def _stored_rows(
             out[str(row.id)] = Stored(R.withdrawal_fields(row))
         elif table == R.WAIVER_APPROVALS:
             out[str(row.waiver_record_id)] = Stored(R.waiver_approval_fields(row))
+        elif table == R.POLICY_RELEASES:
+            broken = None
+            if files_revision(json.loads(row.files)) != row.bundle_revision:
+                broken = f"its files do not hash to its revision {row.bundle_revision} (edited)"
+            out[str(row.id)] = Stored(R.policy_release_fields(row), broken=broken)
+        elif table == R.POLICY_RELEASE_APPROVALS:
+            out[str(row.release_id)] = Stored(R.policy_release_approval_fields(row))
         else:
             broken = None
             if not R.text_intact(row.result, row.digest):
@@ -309,6 +325,8 @@ _MODELS: dict[str, Any] = {
     R.WITHDRAWALS: WithdrawalRow,
     R.WAIVER_APPROVALS: WaiverApprovalRow,
     R.RECOMPUTATIONS: RecomputationRow,
+    R.POLICY_RELEASES: PolicyReleaseRow,
+    R.POLICY_RELEASE_APPROVALS: PolicyReleaseApprovalRow,
 }
 
 
@@ -500,6 +518,15 @@ def _feed_problems(session: Session, ledger: Ledger, feeds: Feeds) -> list[str]:
         stored = _stored_rows(table, repo.rows(model, column, ids) if ids else [], repo)
         problems += compare(events, table, stored, {str(i) for i in ids})
         checked += [(table, str(i)) for i in ids]
+    # Every decision rests on the policy release in force, read from these (few) rows.
+    for table, model in (
+        (R.POLICY_RELEASES, PolicyReleaseRow),
+        (R.POLICY_RELEASE_APPROVALS, PolicyReleaseApprovalRow),
+    ):
+        stored = _stored_rows(table, repo.rows(model))
+        expected = set(ledger.rows[table])
+        problems += compare(events, table, stored, expected)
+        checked += [(table, key) for key in set(stored) | expected]
     return problems + _event_problems(session, ledger, checked)
 
 

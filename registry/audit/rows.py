@@ -41,7 +41,18 @@ STALENESS = "staleness"
 WITHDRAWALS = "evidence_withdrawals"
 WAIVER_APPROVALS = "waiver_approvals"
 RECOMPUTATIONS = "recomputations"
-COVERED_TABLES = (RECORDS, DECISIONS, STALENESS, WITHDRAWALS, WAIVER_APPROVALS, RECOMPUTATIONS)
+POLICY_RELEASES = "policy_releases"
+POLICY_RELEASE_APPROVALS = "policy_release_approvals"
+COVERED_TABLES = (
+    RECORDS,
+    DECISIONS,
+    STALENESS,
+    WITHDRAWALS,
+    WAIVER_APPROVALS,
+    RECOMPUTATIONS,
+    POLICY_RELEASES,
+    POLICY_RELEASE_APPROVALS,
+)
 
 # The field that groups a table's rows by what they are about, so that one decision can
 # ask "every staleness row of evidence 7" of the ledger without walking it.
@@ -88,7 +99,7 @@ def record_fields(
 
 
 def decision_fields(row: Any) -> dict[str, Any]:
-    return {
+    fields = {
         "plan_record_id": row.plan_record_id,
         "outcome": row.outcome,
         "engine": row.engine,
@@ -102,6 +113,12 @@ def decision_fields(row: Any) -> dict[str, Any]:
         "principal": row.principal,
         "created_at": _at(row.created_at),
     }
+    # Present only from migration 0009 on, and only when set: the entries events
+    # recorded for earlier decisions keep their digests.
+    release = getattr(row, "policy_release", None)
+    if release is not None:
+        fields["policy_release"] = release
+    return fields
 
 
 def staleness_fields(row: Any) -> dict[str, Any]:
@@ -126,6 +143,27 @@ def withdrawal_fields(row: Any) -> dict[str, Any]:
 def waiver_approval_fields(row: Any) -> dict[str, Any]:
     return {
         "waiver_record_id": row.waiver_record_id,
+        "approved_by": row.approved_by,
+        "approved_at": _at(row.approved_at),
+        "comment_sha256": _sha(row.comment),
+    }
+
+
+def policy_release_fields(row: Any) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "version": row.version,
+        "bundle_revision": row.bundle_revision,
+        "files_sha256": _sha(row.files),
+        "notes_sha256": _sha(row.notes),
+        "submitted_by": row.submitted_by,
+        "submitted_at": _at(row.submitted_at),
+    }
+
+
+def policy_release_approval_fields(row: Any) -> dict[str, Any]:
+    return {
+        "release_id": row.release_id,
         "approved_by": row.approved_by,
         "approved_at": _at(row.approved_at),
         "comment_sha256": _sha(row.comment),
@@ -174,6 +212,15 @@ def withdrawal_entry(row: Any) -> dict[str, Any]:
 def waiver_approval_entry(row: Any) -> dict[str, Any]:
     """The entry a waiver approval's event carries (keyed by the waiver version)."""
     return entry(WAIVER_APPROVALS, row.waiver_record_id, waiver_approval_fields(row))
+
+
+def policy_release_entry(row: Any) -> dict[str, Any]:
+    return entry(POLICY_RELEASES, row.id, policy_release_fields(row))
+
+
+def policy_release_approval_entry(row: Any) -> dict[str, Any]:
+    """Keyed by the release it approves, of which there is one approval."""
+    return entry(POLICY_RELEASE_APPROVALS, row.release_id, policy_release_approval_fields(row))
 
 
 def recomputation_entry(row: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -14,6 +14,7 @@ from registry.audit.chain import as_utc, event_at
 from registry.audit.checkpoint import Checkpoint
 from registry.audit.checkpoint import problems as checkpoint_problems
 from registry.audit.integrity import verify_registry
+from registry.policy.releases import release_problems
 from registry.records.views import TrailPage
 from registry.storage import keyset
 from registry.storage.models import AuditEventRow
@@ -41,6 +42,11 @@ class ChainReport(BaseModel):
     intact: bool
     problems: list[str]
     head: str | None
+    ungoverned_decisions: int = Field(
+        default=0,
+        description="Decisions taken before the first approved policy release (not checked "
+        "against a release; the registry was not governed yet).",
+    )
 
 
 # Parametrised once: pydantic builds a class per subscription it has not cached.
@@ -112,6 +118,8 @@ def verify(session: Session, *, checkpoint: Checkpoint | None = None) -> ChainRe
     """The whole chain and every covered row; against `checkpoint` too when given (its
     signature already verified: registry.audit.checkpoint.verified)."""
     ledger, problems = verify_registry(session)
+    unreleased, ungoverned = release_problems(session)
+    problems += unreleased
     if checkpoint is not None:
         at_size = event_at(session, checkpoint.size) if checkpoint.size else None
         problems += checkpoint_problems(
@@ -124,4 +132,5 @@ def verify(session: Session, *, checkpoint: Checkpoint | None = None) -> ChainRe
         intact=not problems,
         problems=problems,
         head=ledger.chain.head if ledger.chain.events else None,
+        ungoverned_decisions=ungoverned,
     )

@@ -31,6 +31,9 @@ WRITES: dict[tuple[str, str], frozenset[Role]] = {
     ("POST", "/evidence/{ref}/withdrawals"): frozenset({Role.admin}),
     ("POST", "/tokens"): frozenset({Role.admin}),
     ("POST", "/tokens/{token_id}/revocation"): frozenset({Role.admin}),
+    # Policy releases: submitted by one policy-admin, put in force by another.
+    ("POST", "/policy-releases"): frozenset({Role.policy_admin}),
+    ("POST", "/policy-releases/{ref}/approvals"): frozenset({Role.policy_admin}),
     # OPA sidecars report the decisions they took: they hold pipeline tokens.
     ("POST", "/decision-logs"): frozenset({Role.pipeline}),
 }

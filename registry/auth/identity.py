@@ -15,6 +15,7 @@ class Role(StrEnum):
     approver = "approver"  # waiver approvals
     auditor = "auditor"  # reads everything, writes nothing
     admin = "admin"  # tokens, withdrawals
+    policy_admin = "policy-admin"  # policy releases (four eyes)
 
 
 ALL_ROLES = frozenset(Role)

@@ -38,6 +38,8 @@ class DecisionLike(Protocol):
     @property
     def bundle_revision(self) -> str: ...
     @property
+    def policy_release(self) -> str | None: ...
+    @property
     def input_digest(self) -> str: ...
     @property
     def inputs(self) -> dict[str, Any]: ...
@@ -91,6 +93,7 @@ class WireDecision:
     outcome: Outcome
     engine: str
     bundle_revision: str
+    policy_release: str | None
     input_digest: str
     inputs: dict[str, Any]
     violations: list[dict[str, Any]]
@@ -114,6 +117,7 @@ class WireDecision:
             outcome=Outcome(data["outcome"]),
             engine=str(data["engine"]),
             bundle_revision=str(data["bundle_revision"]),
+            policy_release=_optional_text(data.get("policy_release")),
             input_digest=str(data["input_digest"]),
             inputs=_of_type(data["inputs"], dict),
             violations=_list_of(data["violations"], dict),
@@ -129,3 +133,9 @@ class WireDecision:
 
     def verdict(self) -> str:
         return verdict_line(self)
+
+
+def _optional_text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected a string or null, got {type(value).__name__}")
+    return value

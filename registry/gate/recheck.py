@@ -1,4 +1,9 @@
-"""Re-evaluating earlier allow decisions after the policy bundle changed.
+"""Re-evaluating earlier decisions after the policy bundle changed.
+
+Every plan whose latest allow or deny was taken under another bundle revision than the
+engine's is decided again (a new policy release is a material change: a stricter one can
+deny what was allowed, a looser one allow what was denied). Each plan whose outcome
+changed is flagged for review with a `gate.outcome_changed` audit event.
 
 A recheck decides on the same plan version with the registry as it is now (evidence,
 staleness, waivers) under the new policies. Manifests checked with the earlier decision
@@ -57,9 +62,12 @@ def _checked_manifests(decision: DecisionRow) -> ManifestsInput | None:
         return None  # decided before the section had this shape
 
 
-def _stale_allow(decision: DecisionRow, revision: str) -> bool:
-    """An allow taken under another bundle revision: what a recheck re-runs."""
-    return decision.outcome == Outcome.allow.value and decision.bundle_revision != revision
+DECIDED = frozenset({Outcome.allow.value, Outcome.deny.value})
+
+
+def _stale(decision: DecisionRow, revision: str) -> bool:
+    """An allow or deny taken under another bundle revision: what a recheck re-runs."""
+    return decision.outcome in DECIDED and decision.bundle_revision != revision
 
 
 def recheck_all(
@@ -70,7 +78,7 @@ def recheck_all(
     limits: StalenessThresholds,
     now: datetime | None = None,
 ) -> RecheckReport:
-    """Re-run the latest decision of every plan whose allow predates the current bundle."""
+    """Re-run the latest decision of every plan decided under another bundle revision."""
     revision = engine.revision
     with database.reading() as session:
         latest = [
@@ -80,7 +88,7 @@ def recheck_all(
                 decision.bundle_revision,
                 decision.violations,
                 pinned(plan.name, plan.version),
-                stale := _stale_allow(decision, revision),
+                stale := _stale(decision, revision),
                 _checked_manifests(decision) if stale else None,
             )
             for decision, plan in GateRepository(session).latest_decision_per_plan()
@@ -101,16 +109,40 @@ def recheck_all(
         )
         before = _keys(json.loads(violations_text))
         after = _keys(new.violations)
-        report.rechecked.append(
-            RecheckItem(
-                plan=plan_ref,
-                previous_decision=decision_id,
-                previous_outcome=outcome,
-                previous_bundle_revision=bundle,
-                decision=new,
-                changed=new.outcome is not outcome or before != after,
-                new_violations=sorted(after - before),
-                resolved_violations=sorted(before - after),
-            )
+        item = RecheckItem(
+            plan=plan_ref,
+            previous_decision=decision_id,
+            previous_outcome=outcome,
+            previous_bundle_revision=bundle,
+            decision=new,
+            changed=new.outcome is not outcome or before != after,
+            new_violations=sorted(after - before),
+            resolved_violations=sorted(before - after),
         )
+        if new.outcome is not outcome:
+            _flag_for_review(database, item, principal=principal, now=now)
+        report.rechecked.append(item)
     return report
+
+
+def _flag_for_review(
+    database: Database, item: RecheckItem, *, principal: str, now: datetime | None
+) -> None:
+    """The audit trail's record that a plan's outcome changed under a new bundle."""
+    payload = {
+        "plan": item.plan,
+        "previous_decision": item.previous_decision,
+        "previous_outcome": item.previous_outcome.value,
+        "previous_bundle_revision": item.previous_bundle_revision,
+        "decision": item.decision.id,
+        "outcome": item.decision.outcome.value,
+        "bundle_revision": item.decision.bundle_revision,
+        "policy_release": item.decision.policy_release,
+        "new_violations": item.new_violations,
+        "resolved_violations": item.resolved_violations,
+    }
+    database.write(
+        lambda ctx: ctx.record_event("gate.outcome_changed", payload),
+        principal=principal,
+        now=(lambda: now) if now is not None else None,
+    )

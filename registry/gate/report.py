@@ -75,7 +75,11 @@ def render_text(decision: DecisionLike) -> str:
             )
             + f", {len(inputs.get('evidence', []))} evidence"
         )
-    lines.append(f"  bundle {decision.bundle_revision[:19]}, input {decision.input_digest[:19]}")
+    release = decision.policy_release or "none approved"
+    lines.append(
+        f"  bundle {decision.bundle_revision[:19]} (policy release {release}), "
+        f"input {decision.input_digest[:19]}"
+    )
     return "\n".join(lines)
 
 

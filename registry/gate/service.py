@@ -35,6 +35,7 @@ from registry.gate.context import PlanContext
 from registry.gate.input_document import CalibrationInput, ManifestsInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
+from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
 from registry.sizing.service import size_plan
@@ -133,6 +134,7 @@ def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) ->
         outcome=Outcome(row.outcome),
         engine=row.engine,
         bundle_revision=row.bundle_revision,
+        policy_release=row.policy_release,
         input_digest=row.input_digest,
         inputs=_input_digests(document),
         violations=json.loads(row.violations),
@@ -221,8 +223,13 @@ def check(
     limits: StalenessThresholds,
     now: datetime | None = None,
     manifests: StatedManifests | ManifestsInput | None = None,
+    policy_release: str | None = None,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
+
+    ``policy_release``: a release (NAME@vN) the caller pins; the check fails with
+    PolicyReleaseError, storing nothing, unless it is the approved release in force, and
+    so does a policy engine whose bundle is not that release (registry.policy.releases).
 
     ``manifests``: the plan fields the manifests that ship state (read by the client);
     they are compared with the plan version decided on, and the manifests_consistent
@@ -235,6 +242,11 @@ def check(
     guard = guard_for(database)
     with database.reading() as session:
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
+        # Before any work: a bundle other than the approved release decides nothing
+        # (its rows are verified with the decision's other feeds below).
+        in_force = release_for_decision(
+            session, engine_revision=engine.revision, pinned=policy_release
+        )
 
     def verify_context(context: PlanContext) -> None:
         # Before the planner runs or its result is stored: nothing is appended to a
@@ -319,6 +331,7 @@ def check(
             outcome=outcome.value,
             engine=engine.name,
             bundle_revision=revision,
+            policy_release=in_force.release,
             input_digest=content_digest(document) if document else "none",
             input=canonical_json(stored_input),
             violations=canonical_json(violations),
@@ -340,6 +353,7 @@ def check(
                 "outcome": outcome.value,
                 "engine": engine.name,
                 "bundle_revision": revision,
+                "policy_release": in_force.release,
                 "input_digest": row.input_digest,
                 ROWS_KEY: [decision_entry(row)],
             },

@@ -18,6 +18,10 @@ class DecisionView(BaseModel):
     outcome: Outcome
     engine: str
     bundle_revision: str
+    policy_release: str | None = Field(
+        default=None,
+        description="The approved policy release decided under (name@vN); null before any.",
+    )
     input_digest: str
     inputs: dict[str, Any] = Field(description="Refs and digests of everything decided on.")
     violations: list[dict[str, Any]] = Field(description="Unwaived violations.")

@@ -155,6 +155,8 @@ class DecisionRow(Base):
     outcome: Mapped[str] = mapped_column(String(8))
     engine: Mapped[str] = mapped_column(String(32))
     bundle_revision: Mapped[str] = mapped_column(String(71))
+    # The approved policy release (name@vN) decided under; None on an ungoverned registry.
+    policy_release: Mapped[str | None] = mapped_column(String(140), nullable=True)
     input_digest: Mapped[str] = mapped_column(String(71))
     # The full input document, violations, waivers and warnings, as canonical JSON.
     input: Mapped[str] = mapped_column(Text)
@@ -246,6 +248,34 @@ class WaiverApprovalRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     waiver_record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), unique=True)
+    approved_by: Mapped[str] = mapped_column(String(256))
+    approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class PolicyReleaseRow(Base):
+    """One version of a policy release: the bundle's files as released (migration 0009)."""
+
+    __tablename__ = "policy_releases"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_policy_releases_name_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer)
+    bundle_revision: Mapped[str] = mapped_column(String(71), unique=True)
+    files: Mapped[str] = mapped_column(Text)  # canonical JSON: file name -> text
+    notes: Mapped[str] = mapped_column(Text)
+    submitted_by: Mapped[str] = mapped_column(String(256))
+    submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class PolicyReleaseApprovalRow(Base):
+    """The second pair of eyes on one policy release: inserted once, never removed."""
+
+    __tablename__ = "policy_release_approvals"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("policy_releases.id"), unique=True)
     approved_by: Mapped[str] = mapped_column(String(256))
     approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)

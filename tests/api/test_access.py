@@ -8,6 +8,7 @@ everyone at run time).
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -66,6 +67,20 @@ class World:
 
     def fresh_observation(self) -> dict[str, Any]:
         return observation_document(name=f"observation-{next(self.counter)}")
+
+    def release_files(self) -> dict[str, str]:
+        """Bundle files no release holds yet (another data document each time)."""
+        files = load_bundle().files()
+        return {**files, "data.json": json.dumps({"access_test": next(self.counter)})}
+
+    def installed_release(self) -> str:
+        """The installed bundle submitted by someone who is none of the role users: its
+        approval keeps every later gate check of the test deciding."""
+        requester = token_for(self.database, subject="release-requester", roles=["policy-admin"])
+        body = {"name": "installed", "files": load_bundle().files()}
+        response = self.admin.post("/v1/policy-releases", json=body, headers=bearer(requester))
+        assert response.status_code == 201, response.text
+        return str(response.json()["ref"])
 
     def fresh_token(self) -> str:
         return token_for(self.database, subject=f"victim-{next(self.counter)}").split("_")[1]
@@ -148,6 +163,16 @@ SAMPLES: dict[tuple[str, str], Callable[[World], Request]] = {
         {"json": {"comment": "fine"}},
     ),
     ("POST", "/v1/gate/checks"): lambda w: ("/v1/gate/checks", {"json": {"plan": PLAN}}),
+    ("POST", "/v1/policy-releases"): lambda w: (
+        "/v1/policy-releases",
+        {"json": {"name": "access", "files": w.release_files()}},
+    ),
+    ("GET", "/v1/policy-releases"): lambda w: ("/v1/policy-releases", {}),
+    ("GET", "/v1/policy-releases/{ref}"): lambda w: ("/v1/policy-releases/seeded@v1", {}),
+    ("POST", "/v1/policy-releases/{ref}/approvals"): lambda w: (
+        f"/v1/policy-releases/{w.installed_release()}/approvals",
+        {"json": {"comment": "reviewed"}},
+    ),
     ("POST", "/v1/gate/rechecks"): lambda w: ("/v1/gate/rechecks", {}),
     ("GET", "/v1/decisions"): lambda w: ("/v1/decisions", {}),
     ("GET", "/v1/decisions/{decision_id}"): lambda w: (f"/v1/decisions/{w.decision_id}", {}),
@@ -214,6 +239,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         waiver = world.fresh_waiver()  # waiver-0, read by the GET samples
         approved = admin.post(f"/v1/waivers/{waiver}/approvals", json={})
         assert approved.status_code == 201, approved.text
+        release = {"name": "seeded", "files": world.release_files()}
+        assert admin.post("/v1/policy-releases", json=release).status_code == 201
         yield world
     database.engine.dispose()
 

@@ -11,11 +11,15 @@ from registry.audit.rows import COVERED_TABLES
 from registry.errors import Tampered
 from registry.evidence_lifecycle import withdraw
 from registry.gate.context import load_plan_context
+from registry.gate.release_approval import approve_and_recheck
 from registry.gate.service import get_decision
 from registry.gate.views import DecisionView
 from registry.planner import PLANNER_VERSION
+from registry.policy.bundle import load_bundle
 from registry.policy.embedded import EmbeddedEngine
+from registry.policy.releases import submit as submit_release
 from registry.sizing.service import DEFAULT_SEED, calibration_key, inputs_key
+from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
 from registry.storage.repository import GateRepository
 from tests.audit.conftest import (
@@ -56,6 +60,24 @@ def _withdraw(database: Database) -> None:
     )
 
 
+def _release(database: Database, engine: EmbeddedEngine) -> None:
+    """The installed bundle released by one policy-admin and approved by another."""
+    database.write(
+        lambda ctx: submit_release(ctx, name="policies", notes="", bundle=load_bundle()),
+        principal="admin-alice",
+        now=lambda: NOW,
+    )
+    approve_and_recheck(
+        database,
+        lambda: engine,
+        ref="policies@v1",
+        comment=None,
+        principal="admin-bob",
+        limits=StalenessThresholds(),
+        now=NOW,
+    )
+
+
 def test_every_covered_table_is_recorded_and_a_busy_registry_verifies(
     registered: Database, denied: DecisionView, engine: EmbeddedEngine
 ) -> None:
@@ -66,6 +88,7 @@ def test_every_covered_table_is_recorded_and_a_busy_registry_verifies(
     workload["classes"][0]["arrival"]["peak_rps"] = 60.0  # stales the evidence
     submit(registered, "workload", workload)
     _withdraw(registered)
+    _release(registered, engine)
     with registered.reading() as session:
         ledger, found = verify_registry(session)
     assert found == []

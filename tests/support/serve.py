@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,12 +16,16 @@ from tests.support.opa_server import free_port
 
 
 @contextmanager
-def capgate_serve(env: dict[str, str], *args: str, ready: str = "/readyz") -> Iterator[str]:
-    """Start `capgate serve --port P ARGS` and yield its URL once `ready` answers 200."""
+def capgate_serve(
+    env: dict[str, str], *args: str, ready: str = "/readyz", cwd: Path | None = None
+) -> Iterator[str]:
+    """Start `capgate serve --port P ARGS` and yield its URL once `ready` answers 200
+    (from ``cwd``: a directory whose ``policies`` package the server then loads)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "serve", "--port", str(port), *args],
         env=env,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
