@@ -47,6 +47,12 @@ gate_app = typer.Typer(
 )
 
 
+class EngineChoice(StrEnum):
+    embedded = "embedded"
+    opa = "opa"
+    both = "both"
+
+
 class Format(StrEnum):
     text = "text"
     json = "json"
@@ -102,6 +108,16 @@ def check(
             "it is the approved release in force.",
         ),
     ] = None,
+    engine: Annotated[
+        EngineChoice | None,
+        typer.Option(
+            "--engine",
+            help="embedded, opa or both (default: CAPGATE_POLICY_ENGINE). both decides on "
+            "the embedded engine and on the OPA server at CAPGATE_OPA_URL and is an error "
+            "(exit 2) when the two disagree.",
+            show_default=False,
+        ),
+    ] = None,
     server: ServerOpt = None,
 ) -> None:
     """Evaluate every policy on PLAN, store the decision and exit with its code."""
@@ -110,6 +126,12 @@ def check(
     if json_out and output_format not in (None, Format.json):
         fail(f"--json and --format {output_format} disagree: --json is --format json; give one")
     chosen = Format.json if json_out else output_format or Format.text
+    if engine is not None and server:
+        fail("--engine chooses a local check's engine; with --server the server's decides")
+    if engine is not None:
+        import os
+
+        os.environ["CAPGATE_POLICY_ENGINE"] = engine.value
     if plan_file is not None and chosen not in (Format.github, Format.sarif, Format.gitlab):
         fail("--plan-file is for --format github, sarif or gitlab")
     # Manifests are read here, where the files are, and before anything is asked of the

@@ -42,6 +42,10 @@ class Settings:
     bundle_signing_key: str | None = None
     bundle_signing_key_id: str | None = None
     opa_ca_file: str | None = None
+    # The client certificate and key capgate presents to OPA (mutual TLS, for an OPA
+    # started with --authentication=tls): CAPGATE_OPA_CLIENT_CERT, CAPGATE_OPA_CLIENT_KEY.
+    opa_client_cert: str | None = None
+    opa_client_key: str | None = None
 
     def token(self) -> str | None:
         if self.token_value:
@@ -70,4 +74,6 @@ class Settings:
             bundle_signing_key=env.get("CAPGATE_BUNDLE_SIGNING_KEY") or None,
             bundle_signing_key_id=env.get("CAPGATE_BUNDLE_SIGNING_KEY_ID") or None,
             opa_ca_file=env.get("CAPGATE_OPA_CA_FILE") or None,
+            opa_client_cert=env.get("CAPGATE_OPA_CLIENT_CERT") or None,
+            opa_client_key=env.get("CAPGATE_OPA_CLIENT_KEY") or None,
         )

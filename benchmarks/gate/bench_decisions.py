@@ -27,6 +27,7 @@ import yaml
 
 from benchmarks.registry.bench_submissions import ApiServer, api_server, sqlite_database
 from registry.policy.bundle import policies_root
+from registry.policy.dual import DualEngine
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.opa_server import OpaServerEngine
 from tests.support.opa_server import running_opa
@@ -129,8 +130,11 @@ def main() -> None:
     with running_opa(binary) as url:
         opa = OpaServerEngine(url)
         p50, p99 = percentiles(time_calls(lambda: opa.decide(document), args.decisions))
+        print(f"| OPA server (opa-python-client) | {args.decisions} | {p50:.2f} | {p99:.2f} |")
+        both = DualEngine(embedded, opa)
+        p50, p99 = percentiles(time_calls(lambda: both.decide(document), args.decisions))
+        print(f"| both (embedded and OPA, compared) | {args.decisions} | {p50:.2f} | {p99:.2f} |")
         opa.close()
-    print(f"| OPA server (opa-python-client) | {args.decisions} | {p50:.2f} | {p99:.2f} |")
 
     with (
         tempfile.TemporaryDirectory() as folder,

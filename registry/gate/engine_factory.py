@@ -12,11 +12,25 @@ if TYPE_CHECKING:
 def engine_for(settings: Settings) -> Engine:
     """CAPGATE_POLICY_ENGINE: ``embedded`` (default) or ``opa``: an OPA server at
     CAPGATE_OPA_URL that pulled capgate's signed bundle (registry.policy.opa_server),
-    authenticated by a certificate from CAPGATE_OPA_CA_FILE when that is set."""
-    if settings.policy_engine.strip().lower() == "opa" and settings.opa_url:
+    authenticated by a certificate from CAPGATE_OPA_CA_FILE when that is set, and
+    presented capgate's client certificate (CAPGATE_OPA_CLIENT_CERT/KEY) when those are."""
+    choice = settings.policy_engine.strip().lower()
+    if choice in ("opa", "both") and settings.opa_url:
         from registry.policy.opa_server import OpaServerEngine
 
-        return OpaServerEngine(settings.opa_url, ca_file=settings.opa_ca_file)
+        opa = OpaServerEngine(
+            settings.opa_url,
+            ca_file=settings.opa_ca_file,
+            client_cert=settings.opa_client_cert,
+            client_key=settings.opa_client_key,
+        )
+        if choice == "opa":
+            return opa
+        # ``both``: every decision on the embedded engine and on OPA, taken only when equal.
+        from registry.policy.dual import DualEngine
+        from registry.policy.embedded import EmbeddedEngine
+
+        return DualEngine(EmbeddedEngine(), opa)
     from registry.policy.engine import engine_from_settings
 
     engine: Engine = engine_from_settings(settings)

@@ -178,18 +178,24 @@ def decision_from_result(result: Any, *, engine: str) -> PolicyDecision:
 
 
 def engine_from_settings(settings: Settings) -> PolicyEngine:
-    """CAPGATE_POLICY_ENGINE: ``embedded`` (default) or ``opa`` with CAPGATE_OPA_URL."""
+    """CAPGATE_POLICY_ENGINE: ``embedded`` (default), or ``opa`` / ``both`` with
+    CAPGATE_OPA_URL (``both`` is built by registry.gate.engine_factory)."""
     choice = settings.policy_engine.strip().lower()
     if choice == "embedded":
         from registry.policy.embedded import EmbeddedEngine
 
         return EmbeddedEngine()
-    if choice == "opa":
+    if choice in ("opa", "both"):
         if not settings.opa_url:
-            raise PolicyError("CAPGATE_POLICY_ENGINE=opa needs CAPGATE_OPA_URL (the OPA server)")
+            raise PolicyError(
+                f"CAPGATE_POLICY_ENGINE={choice} needs CAPGATE_OPA_URL (the OPA server)"
+            )
+        if choice == "both":
+            raise PolicyError("CAPGATE_POLICY_ENGINE=both is built by engine_for (gate)")
         from registry.policy.opa_server import OpaServerEngine
 
         return OpaServerEngine(settings.opa_url)
     raise PolicyError(
-        f"unknown CAPGATE_POLICY_ENGINE {settings.policy_engine!r}: expected 'embedded' or 'opa'"
+        f"unknown CAPGATE_POLICY_ENGINE {settings.policy_engine!r}: expected 'embedded', "
+        "'opa' or 'both'"
     )

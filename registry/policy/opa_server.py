@@ -90,6 +90,8 @@ class OpaServerEngine:
         *,
         timeout: float = DEFAULT_TIMEOUT_S,
         ca_file: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -104,6 +106,20 @@ class OpaServerEngine:
                 )
             if not Path(ca_file).is_file():
                 raise PolicyError(f"opa engine: cannot read the CA file {ca_file}")
+        if (client_cert is None) != (client_key is None):
+            raise PolicyError(
+                "opa engine: a client certificate needs its key and a key its certificate "
+                "(CAPGATE_OPA_CLIENT_CERT and CAPGATE_OPA_CLIENT_KEY together)"
+            )
+        if client_cert is not None and client_key is not None:
+            if parts.scheme != "https":
+                raise PolicyError(
+                    f"opa engine: {url!r} is not https, but a client certificate is set "
+                    "(mutual TLS)"
+                )
+            for what, path in (("client certificate", client_cert), ("client key", client_key)):
+                if not Path(path).is_file():
+                    raise PolicyError(f"opa engine: cannot read the {what} {path}")
         self.url = url.rstrip("/")
         self._bundle = bundle or load_bundle()
         https = parts.scheme == "https"
@@ -123,6 +139,10 @@ class OpaServerEngine:
             # opa-python-client verifies against the system's CAs; the OPA's own CA is
             # set on its requests session, the documented requests knob.
             session.verify = ca_file
+        if client_cert is not None and client_key is not None:
+            # Mutual TLS: an OPA run with --authentication=tls answers only a client whose
+            # certificate chains to its --tls-ca-cert-file.
+            session.cert = (client_cert, client_key)
 
     @property
     def revision(self) -> str:

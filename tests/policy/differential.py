@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.policy.bundle import load_bundle
+from registry.policy.dual import first_difference
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.engine import PolicyDecision, PolicyError, decision_from_result
 from tests.support.gate_inputs import generate
@@ -47,18 +48,8 @@ def _opa(answer: tuple[str, Any]) -> tuple[str, Any]:
 
 
 def _first_difference(left: PolicyDecision, right: PolicyDecision) -> str:
-    if left.allow != right.allow:
-        return f"allow: embedded {left.allow}, opa {right.allow}"
-    for part in ("violations", "notes"):
-        mine = [item.model_dump() for item in getattr(left, part)]
-        theirs = [item.model_dump() for item in getattr(right, part)]
-        for item in mine:
-            if item not in theirs:
-                return f"{part}: only embedded has {json.dumps(item)[:600]}"
-        for item in theirs:
-            if item not in mine:
-                return f"{part}: only opa has {json.dumps(item)[:600]}"
-    return "equal"
+    # The same comparison `--engine both` makes in production.
+    return first_difference(left, right) or "equal"
 
 
 def differences(

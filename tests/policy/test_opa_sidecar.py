@@ -543,6 +543,42 @@ def test_fail_impostor_knowing_the_digest_fails_the_pinned_ca(
         engine.close()
 
 
+def test_success_mutual_tls_to_a_real_opa_and_a_stranger_is_refused(
+    opa_binary: Path, tmp_path: Path, embedded: EmbeddedEngine
+) -> None:
+    """CAPGATE_OPA_CLIENT_CERT/KEY: capgate proves itself to an OPA run with
+    --authentication=tls, and the OPA proves itself to capgate (the pinned CA); a client
+    without a certificate, or with one from another CA, gets no decision: an error."""
+    ca_cert, ca_key, ca_file, _ = _certificate(tmp_path, "opa-ca", None)
+    _, _, opa_cert, opa_key = _certificate(tmp_path, "opa", (ca_cert, ca_key))
+    client_ca, client_ca_key, client_ca_file, _ = _certificate(tmp_path, "client-ca", None)
+    _, _, client_cert, client_key = _certificate(tmp_path, "capgate", (client_ca, client_ca_key))
+    _, _, stranger_cert, stranger_key = _certificate(tmp_path, "stranger", None)
+    doc = load_case(DENIED)
+    with running_opa(
+        opa_binary,
+        tls=(opa_cert, opa_key),
+        client_ca=client_ca_file,
+        client=(client_cert, client_key),
+    ) as url:
+        engine = OpaServerEngine(
+            url, ca_file=str(ca_file), client_cert=str(client_cert), client_key=str(client_key)
+        )
+        assert engine.decide(doc) == embedded.decide(doc)
+        engine.close()
+        for cert, key in ((None, None), (str(stranger_cert), str(stranger_key))):
+            stranger = OpaServerEngine(url, ca_file=str(ca_file), client_cert=cert, client_key=key)
+            with pytest.raises(PolicyError, match="SSLError"):
+                stranger.decide(doc)
+            stranger.close()
+    with pytest.raises(PolicyError, match="CAPGATE_OPA_CLIENT_CERT and CAPGATE_OPA_CLIENT_KEY"):
+        OpaServerEngine(url, ca_file=str(ca_file), client_cert=str(client_cert))
+    with pytest.raises(PolicyError, match="is not https, but a client certificate is set"):
+        OpaServerEngine(
+            "http://127.0.0.1:1", client_cert=str(client_cert), client_key=str(client_key)
+        )
+
+
 # ---- docs/opa.md is what runs here ------------------------------------------------------
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "opa.md"

@@ -62,11 +62,19 @@ def signing_key_for_tests() -> BundleSigningKey:
     return BundleSigningKey.generate()
 
 
-def health_status(base_url: str, path: str = "/health", timeout: float = 1.0) -> int | None:
+def health_status(
+    base_url: str,
+    path: str = "/health",
+    timeout: float = 1.0,
+    client: tuple[Path, Path] | None = None,
+) -> int | None:
     """The HTTP status of an OPA health endpoint, None when nothing answers.
 
-    Liveness only: an https server's certificate is not checked here."""
+    Liveness only: an https server's certificate is not checked here; ``client`` is the
+    certificate and key to present to an OPA that asks for one (mutual TLS)."""
     context = ssl._create_unverified_context() if base_url.startswith("https:") else None
+    if context is not None and client is not None:
+        context.load_cert_chain(str(client[0]), str(client[1]))
     try:
         with urllib.request.urlopen(f"{base_url}{path}", timeout=timeout, context=context) as resp:
             return int(resp.status)
@@ -103,7 +111,13 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _start(
-    binary: Path, port: int, args: Sequence[str], log: IO[bytes], timeout: float, scheme: str
+    binary: Path,
+    port: int,
+    args: Sequence[str],
+    log: IO[bytes],
+    timeout: float,
+    scheme: str,
+    client: tuple[Path, Path] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start OPA and wait for /health; on failure stop it and raise OpaStartError."""
     cmd = [
@@ -126,7 +140,7 @@ def _start(
                 f"OPA exited with code {proc.returncode} before answering on {base_url}:\n"
                 + _read_log(log)
             )
-        if health_status(base_url) == 200:
+        if health_status(base_url, client=client) == 200:
             return proc
         if time.monotonic() >= deadline:
             _stop(proc)
@@ -138,7 +152,12 @@ def _start(
 
 @contextmanager
 def _running(
-    binary: Path, port: int | None, args: Sequence[str], timeout: float, scheme: str = "http"
+    binary: Path,
+    port: int | None,
+    args: Sequence[str],
+    timeout: float,
+    scheme: str = "http",
+    client: tuple[Path, Path] | None = None,
 ) -> Iterator[tuple[str, IO[bytes]]]:
     if not binary.is_file():
         raise FileNotFoundError(f"OPA binary not found: {binary} (run scripts/ci/opa.sh)")
@@ -149,7 +168,7 @@ def _running(
             log.seek(0)
             log.truncate()
             try:
-                proc = _start(binary, chosen, args, log, timeout, scheme)
+                proc = _start(binary, chosen, args, log, timeout, scheme, client)
             except OpaStartError as exc:
                 # A lost port race is worth another try; anything else is final.
                 if attempt == attempts or "address already in use" not in str(exc):
@@ -187,13 +206,17 @@ def running_opa(
     key: BundleSigningKey | None = None,
     empty: bool = False,
     tls: tuple[Path, Path] | None = None,
+    client_ca: Path | None = None,
+    client: tuple[Path, Path] | None = None,
 ) -> Iterator[str]:
     """Run ``opa run --server`` on 127.0.0.1 holding a signed capgate bundle; yield its URL.
 
     The bundle (capgate's own unless `bundle` is given) is written as a tarball signed
     with `key` (the tests' key by default) and loaded with ``--bundle``; OPA verifies
     its signature before it answers at all. ``empty=True`` starts OPA with no bundle.
-    ``tls=(certificate, private key)`` (PEM files) serves https only. ``port=None``
+    ``tls=(certificate, private key)`` (PEM files) serves https only; with ``client_ca``
+    too, OPA answers only clients whose certificate chains to it (``--authentication=tls``,
+    mutual TLS), and ``client`` is the certificate the readiness probe presents. ``port=None``
     picks a free port; ``args`` are extra ``opa run`` arguments. The server is
     terminated (then killed, if need be) on exit.
     """
@@ -209,7 +232,9 @@ def running_opa(
         if tls is not None:
             scheme = "https"
             extra += ["--tls-cert-file", str(tls[0]), "--tls-private-key-file", str(tls[1])]
-        with _running(binary, port, [*extra, *args], timeout, scheme) as (url, _log):
+            if client_ca is not None:
+                extra += ["--tls-ca-cert-file", str(client_ca), "--authentication=tls"]
+        with _running(binary, port, [*extra, *args], timeout, scheme, client) as (url, _log):
             yield url
 
 
