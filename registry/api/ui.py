@@ -172,6 +172,7 @@ def ui_router() -> APIRouter:
     @router.get("/plans/{name}")
     def plan(request: Request, name: str) -> HTMLResponse:
         def build(database: Database) -> Page:
+            from registry.audit.service import list_events
             from registry.gate.service import list_decisions
             from registry.records.kinds import RecordKind
             from registry.records.service import MAX_PAGE, list_versions
@@ -179,11 +180,20 @@ def ui_router() -> APIRouter:
             with database.reading() as session:
                 versions = list_versions(session, kind=RecordKind.plan, name=name, limit=MAX_PAGE)
                 decisions = list_decisions(session, plan=name, limit=10)
+                # Outcomes a new policy release changed (registry.gate.recheck): for review.
+                changed = [
+                    event
+                    for event in list_events(
+                        session, action="gate.outcome_changed", limit=MAX_PAGE
+                    ).items
+                    if str(event.payload.get("plan", "")).rsplit("@", 1)[0] == name
+                ]
             return "ui/plan.html", {
                 "name": name,
                 "versions": versions.items,
                 "total": versions.total,
                 "decisions": decisions.items,
+                "changed": changed,
             }
 
         return _page(request, build)

@@ -176,3 +176,37 @@ def test_the_plan_and_audit_pages_say_what_they_show(decided: TestClient) -> Non
     audit = decided.get("/ui/audit").text
     assert "INTACT" in audit
     assert "No stale evidence" in decided.get("/ui/evidence/stale").text
+
+
+def test_the_plan_page_lists_outcomes_a_policy_release_changed(
+    decided: TestClient, database: Database
+) -> None:
+    import copy
+
+    from registry.gate.release_approval import approve_and_recheck
+    from registry.policy.bundle import PolicyBundle, load_bundle
+    from registry.policy.embedded import EmbeddedEngine
+    from registry.policy.releases import submit
+    from registry.staleness.rules import StalenessThresholds
+
+    assert "For review" not in decided.get(f"/ui/plans/{PLAN}").text
+    data = copy.deepcopy(load_bundle().data)
+    data["capgate"]["thresholds"]["retry_max_attempts"] = 2  # the example's 3 now violates
+    stricter = PolicyBundle.from_sources(load_bundle().modules, data)
+    database.write(
+        lambda ctx: submit(ctx, name="policies", notes="stricter", bundle=stricter),
+        principal="alice",
+    )
+    done = approve_and_recheck(
+        database,
+        lambda: EmbeddedEngine(stricter),
+        ref="policies@v1",
+        comment=None,
+        principal="bob",
+        limits=StalenessThresholds(),
+    )
+    assert done.recheck is not None and done.recheck.rechecked[0].changed
+    page = decided.get(f"/ui/plans/{PLAN}").text
+    assert "For review: outcomes a policy release changed" in page
+    assert "allow &rarr; deny" in page and "policies@v1" in page
+    assert "retries_bounded.attempts_unbounded" in page

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from registry.gate.recheck import recheck_all
@@ -47,7 +47,10 @@ def test_new_bundle_marks_allow_for_recheck_and_recheck_reports_change(
     assert seen_now.needs_recheck is True
     assert seen_then.needs_recheck is False
 
-    report = recheck_all(registered, stricter, principal="ci", limits=LIMITS, now=NOW)
+    # A recheck comes after the decision it re-runs: with the same instant, "the latest
+    # decision of the plan" would be either of the two.
+    later = NOW + timedelta(minutes=1)
+    report = recheck_all(registered, stricter, principal="ci", limits=LIMITS, now=later)
     assert report.bundle_revision == stricter.revision
     [item] = report.rechecked
     assert item.plan == "chat-assistant-prod@v1"
@@ -59,7 +62,9 @@ def test_new_bundle_marks_allow_for_recheck_and_recheck_reports_change(
     # The earlier decision keeps what it was; running again finds nothing left to recheck.
     with registered.reading() as session:
         assert get_decision(session, first.id, current_revision=None).outcome is Outcome.allow
-    again = recheck_all(registered, stricter, principal="ci", limits=LIMITS, now=NOW)
+    again = recheck_all(
+        registered, stricter, principal="ci", limits=LIMITS, now=later + timedelta(minutes=1)
+    )
     assert again.rechecked == []
     assert again.up_to_date == ["chat-assistant-prod@v1"]
 
