@@ -46,6 +46,9 @@ class Settings:
     # started with --authentication=tls): CAPGATE_OPA_CLIENT_CERT, CAPGATE_OPA_CLIENT_KEY.
     opa_client_cert: str | None = None
     opa_client_key: str | None = None
+    # CAPGATE_REQUIRE_POLICY_RELEASE=1: a registry with no approved policy release
+    # decides nothing (an error), instead of deciding under the installed bundle.
+    require_policy_release: bool = False
 
     def token(self) -> str | None:
         if self.token_value:
@@ -76,4 +79,6 @@ class Settings:
             opa_ca_file=env.get("CAPGATE_OPA_CA_FILE") or None,
             opa_client_cert=env.get("CAPGATE_OPA_CLIENT_CERT") or None,
             opa_client_key=env.get("CAPGATE_OPA_CLIENT_KEY") or None,
+            require_policy_release=(env.get("CAPGATE_REQUIRE_POLICY_RELEASE") or "").strip().lower()
+            in {"1", "true", "yes"},
         )

@@ -10,7 +10,9 @@ force (or the one a pipeline pins, which must be the release in force): an insta
 bundle whose revision differs is an error naming both revisions (exit 2 / HTTP 503),
 never a decision. Before any approval the registry is ungoverned: the gate decides
 under the installed bundle, the decision names no release ("policy release none
-approved" in its report), and ``capgate audit verify`` counts those decisions.
+approved" in its report), and ``capgate audit verify`` counts those decisions; with
+CAPGATE_REQUIRE_POLICY_RELEASE=1 it decides nothing (an error) until a release is
+approved.
 Releases cannot be removed, so governance, once on, stays on.
 """
 
@@ -296,6 +298,14 @@ def release_for_decision(
                 f"({wanted.bundle_revision}), but the release in force is {now}"
             )
     if current is None:
+        from registry.settings import Settings
+
+        if Settings.from_env().require_policy_release:
+            raise PolicyReleaseError(
+                "no policy release is approved and CAPGATE_REQUIRE_POLICY_RELEASE is set: "
+                f"submit the installed bundle ({engine_revision}) with capgate policy "
+                "release submit, and have another policy-admin approve it"
+            )
         return ReleaseInForce(release=None)
     if current.bundle_revision != engine_revision:
         raise PolicyReleaseError(

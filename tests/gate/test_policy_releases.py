@@ -233,3 +233,18 @@ def test_fail_release_files_are_checked_naming_the_file(files: dict[str, str], f
     with pytest.raises(InvalidInput) as caught:
         bundle_from_files(files)
     assert field in [p.loc for p in caught.value.problems]
+
+
+def test_fail_a_registry_that_requires_a_release_decides_nothing_before_one(
+    registered: Database,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CAPGATE_REQUIRE_POLICY_RELEASE", "1")
+    engine = EmbeddedEngine()
+    with pytest.raises(PolicyReleaseError, match="no policy release is approved") as caught:
+        _gate(registered, engine)
+    assert engine.revision in caught.value.message
+    assert _decisions(registered) == 0
+    _submit(registered, load_bundle())
+    _approve(registered, "policies@v1", engine)
+    assert _gate(registered, engine, at=NOW + timedelta(minutes=1)).policy_release == "policies@v1"
