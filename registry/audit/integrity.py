@@ -37,7 +37,6 @@ Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import weakref
@@ -61,7 +60,6 @@ from registry.audit.chain import (
 )
 from registry.digest import content_digest
 from registry.errors import Tampered
-from registry.policy.bundle import files_revision
 from registry.storage.models import (
     AuditEventRow,
     DecisionRow,
@@ -305,10 +303,8 @@ def _stored_rows(
         elif table == R.WAIVER_APPROVALS:
             out[str(row.waiver_record_id)] = Stored(R.waiver_approval_fields(row))
         elif table == R.POLICY_RELEASES:
-            broken = None
-            if files_revision(json.loads(row.files)) != row.bundle_revision:
-                broken = f"its files do not hash to its revision {row.bundle_revision} (edited)"
-            out[str(row.id)] = Stored(R.policy_release_fields(row), broken=broken)
+            # files_sha256 against the event: edited files are named as any edited column.
+            out[str(row.id)] = Stored(R.policy_release_fields(row))
         elif table == R.POLICY_RELEASE_APPROVALS:
             out[str(row.release_id)] = Stored(R.policy_release_approval_fields(row))
         else:

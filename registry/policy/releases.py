@@ -184,8 +184,7 @@ def submit(ctx: WriteContext, *, name: str, notes: str, bundle: PolicyBundle) ->
             "notes too long",
             problems=[FieldProblem("notes", f"{len(notes)} characters, at most {MAX_NOTES}")],
         )
-    files = bundle.files()
-    revision = files_revision(files)
+    files, revision = bundle.files(), bundle.revision
     same = ctx.session.scalars(
         select(PolicyReleaseRow).where(PolicyReleaseRow.bundle_revision == revision)
     ).first()
@@ -223,7 +222,9 @@ def submit(ctx: WriteContext, *, name: str, notes: str, bundle: PolicyBundle) ->
 def approve(ctx: WriteContext, *, ref: str, comment: str | None) -> PolicyReleaseView:
     """Put a release in force: someone other than its submitter, once."""
     row = release_row(ctx.session, ref)
-    earlier = _approvals(ctx.session).get(row.id)
+    earlier = ctx.session.scalars(
+        select(PolicyReleaseApprovalRow).where(PolicyReleaseApprovalRow.release_id == row.id)
+    ).first()
     if earlier is not None:
         raise Conflict(f"policy release {_ref(row)} was already approved by {earlier.approved_by}")
     if row.submitted_by == ctx.principal:

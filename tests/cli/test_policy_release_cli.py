@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from registry.policy.bundle import load_bundle, policies_root
+from registry.policy.bundle import load_bundle, policies_root, read_bundle
 from tests.cli.test_gate_cli import CAPGATE, capgate, env, seeded  # noqa: F401 - fixtures
 from tests.support.serve import capgate_serve
 
@@ -67,7 +67,7 @@ def _decision_count(env: dict[str, str]) -> int:  # noqa: F811 - the fixture's v
     return len(json.loads(listed.stdout)["items"])
 
 
-def test_success_release_journey(env: dict[str, str]) -> None:  # noqa: F811
+def test_success_release_journey(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
     ungoverned = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
     assert ungoverned.returncode == 0, ungoverned.stderr
     assert json.loads(ungoverned.stdout)["policy_release"] is None
@@ -79,6 +79,13 @@ def test_success_release_journey(env: dict[str, str]) -> None:  # noqa: F811
     assert pinned.returncode == 0, pinned.stderr
     listed = capgate("policy", "release", "list", env=env)
     assert RELEASE in listed.stdout and "bob" in listed.stdout
+    # export writes the release as installable files: the same revision, read back.
+    target = tmp_path / "installed"
+    exported = capgate("policy", "release", "export", RELEASE, str(target), env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert read_bundle(target).revision == load_bundle().revision
+    again = capgate("policy", "release", "export", RELEASE, str(target), env=env)
+    assert again.returncode == 2 and "is not empty" in again.stderr
     verified = capgate("audit", "verify", env=env)
     assert verified.returncode == 0, verified.stdout
     assert "decisions were taken before any policy release was approved" in verified.stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any
 
 import pytest
@@ -85,4 +84,7 @@ def test_success_gate_check_engine_both_from_the_cli(
     )
     assert refused.returncode == 2
     assert "--engine chooses a local check's engine" in refused.stderr
-    assert os.environ.get("CAPGATE_POLICY_ENGINE") != "both"  # the test process is untouched
+    no_opa = {k: v for k, v in env.items() if k != "CAPGATE_OPA_URL"}
+    unready = capgate("gate", "check", "chat-assistant-prod", "--engine", "both", env=no_opa)
+    assert unready.returncode == 2
+    assert "CAPGATE_POLICY_ENGINE=both needs CAPGATE_OPA_URL" in unready.stderr
