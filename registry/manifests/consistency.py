@@ -6,6 +6,12 @@ the plan version it decides on (`discrepancies`), so the comparison is made agai
 exact content the decision rests on, never against a copy the client holds. Only what
 the manifests state is compared: admission, retries, the reserve and claims are not in
 manifests, and a manifest set that leaves a plan field unstated contradicts nothing.
+
+The replicas are compared twice: ``total_replicas`` (what ``replicas_per_zone`` adds up
+to) whatever the zones, at the workload's ``replicas:`` line, and each zone's count where
+the manifests determine it. Where they do not (pods not pinned to zones, or a count that
+does not spread evenly, so the scheduler picks which zone runs more) the total is still
+compared and ``notes`` says that the zones were not.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from registry.manifests.from_manifests import TOTAL_REPLICAS
 from registry.manifests.stated import stated_document
 
 # Sections manifests can state (see from_manifests); anything else is not compared.
@@ -30,7 +37,7 @@ FieldName = Annotated[
     str,
     StringConstraints(
         max_length=256,
-        pattern=rf"^({'|'.join(SECTIONS)})\.[^\x00]+$",
+        pattern=rf"^({TOTAL_REPLICAS}|({'|'.join(SECTIONS)})\.[^\x00]+)$",
     ),
 ]
 # A stated value is a scalar: maps (replicas_per_zone) are sent one key at a time.
@@ -86,7 +93,16 @@ def same(plan: Any, manifests: Any) -> bool:
     return bool(plan == manifests)
 
 
+def _total(plan: dict[str, Any]) -> int | None:
+    zones = plan.get(ZONES)
+    if not isinstance(zones, dict):
+        return None
+    return sum(count for count in zones.values() if isinstance(count, int))
+
+
 def _at(plan: dict[str, Any], name: str) -> Any:
+    if name == TOTAL_REPLICAS:
+        return _total(plan)
     section, _, rest = name.partition(".")
     value = plan.get(section)
     if section == ZONES:
@@ -101,7 +117,8 @@ def _at(plan: dict[str, Any], name: str) -> Any:
 
 def discrepancies(plan: dict[str, Any], stated: StatedManifests) -> list[Discrepancy]:
     """Every stated field whose value the plan (its content as validated, defaults
-    included) does not have, in field order."""
+    included) does not have, in field order. ``total_replicas`` is compared with what the
+    plan's zones add up to, whether or not the zones are stated too."""
     found: list[Discrepancy] = []
     for name, source in sorted(stated.fields.items()):
         planned = _at(plan, name)
@@ -128,3 +145,21 @@ def _discrepancy(name: str, plan: Any, manifests: Any, source: StatedField) -> D
         document=source.document,
         line=source.line,
     )
+
+
+def notes(plan: dict[str, Any], stated: StatedManifests) -> list[str]:
+    """What the manifests leave uncompared although they run the replicas: the plan's
+    zones, when the manifests state the total but not which zone runs how many."""
+    total = stated.fields.get(TOTAL_REPLICAS)
+    zones = plan.get(ZONES)
+    if total is None or not isinstance(zones, dict) or not zones:
+        return []
+    if any(name.startswith(f"{ZONES}.") for name in stated.fields):
+        return []
+    placed = ", ".join(f"{zone}: {count}" for zone, count in sorted(zones.items()))
+    replicas = "replica" if total.value == 1 else "replicas"
+    return [
+        f"{ZONES} ({placed}) is not compared: the manifests run {total.value} {replicas} "
+        f"({total.file}:{total.line}) but leave which zone runs how many to the "
+        "scheduler; only their total is compared"
+    ]

@@ -37,6 +37,9 @@ PDB = ("policy", "PodDisruptionBudget")
 NOT_IN_MANIFESTS = "not in the manifests; give it in the overlay"
 # What the caller may give besides the overlay (the CLI's --name, --workload, --provider).
 CALLER_FIELDS = ("name", "workload", "provider")
+# Not a plan field but what the plan's replicas_per_zone adds up to (the gate input's
+# plan.total_replicas): compared by `gate check --manifests` whatever the zones.
+TOTAL_REPLICAS = "total_replicas"
 # Serving fields with a default in the plan schema: when nobody states them the plan
 # takes its default, while vLLM takes its own (which varies between versions).
 DEFAULTED = (
@@ -148,6 +151,23 @@ def manifest_fields(
 ) -> Fields:
     """The plan fields the manifests state, each with its source. ``overlay`` None: no
     plan is being built, so zones the manifests leave unknown are just not stated."""
+    return _read(manifests, overlay, notes)[0]
+
+
+def compared_fields(manifests: list[Manifest], notes: list[str]) -> Fields:
+    """What the manifests state to compare with a plan: the plan fields they state and
+    ``total_replicas``, the serving replicas they run in all, located at the first
+    workload's ``replicas:`` (or the HPA ``minReplicas`` that stands in for it). The total
+    is stated however the replicas spread, also when which zone runs how many is the
+    scheduler's choice and ``replicas_per_zone`` is left unstated."""
+    fields, workloads = _read(manifests, None, notes)
+    fields[TOTAL_REPLICAS] = (sum(w.replicas for w in workloads), workloads[0].replicas_at)
+    return fields
+
+
+def _read(
+    manifests: list[Manifest], overlay: dict[str, Any] | None, notes: list[str]
+) -> tuple[Fields, list[ServingWorkload]]:
     workloads: list[ServingWorkload] = []
     hpas: list[Manifest] = []
     pdbs: list[Manifest] = []
@@ -192,7 +212,7 @@ def manifest_fields(
     if rollouts:
         # Workloads roll out independently: at worst all at once.
         fields["drain.rollout_max_unavailable"] = (sum(r[0] for r in rollouts), rollouts[0][1])
-    return fields
+    return fields, workloads
 
 
 def _required_problems(error: InvalidInput, fields: Fields) -> list[FieldProblem]:

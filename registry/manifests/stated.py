@@ -10,18 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from registry.manifests.from_manifests import manifest_fields
+from registry.manifests.from_manifests import compared_fields
 from registry.manifests.loading import load_manifests
 
 
 def stated_document(paths: Sequence[str]) -> dict[str, Any]:
-    """``{"fields": {dotted plan field: {value, file, document, line}}}`` for ``paths``.
+    """``{"fields": {dotted plan field: {value, file, document, line}}}`` for ``paths``,
+    with ``total_replicas`` (the serving replicas in all, at their ``replicas:`` line)
+    however they spread over zones.
 
     Raises InvalidInput naming file, document and line for a manifest that cannot be
     read, as `plan from-manifests` does; needs no overlay.
     """
     manifests, _ = load_manifests(paths)
-    fields = manifest_fields(manifests, None, [])
+    fields = compared_fields(manifests, [])
     stated: dict[str, dict[str, Any]] = {}
     for name, (value, where) in sorted(fields.items()):
         if isinstance(value, dict | list):

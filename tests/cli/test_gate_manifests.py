@@ -53,7 +53,7 @@ def test_fail_drifted_manifests_deny_naming_file_and_line(
     )
     assert github.returncode == 1
     annotations = [line for line in github.stdout.splitlines() if "manifests_consistent" in line]
-    assert len(annotations) == 7  # 3 zones, TP, GPUs, grace period, metric
+    assert len(annotations) == 8  # 3 zones, the total, TP, GPUs, grace period, metric
     assert any(f"line={grace}," in line and "termination_grace" in line for line in annotations)
     assert any(f"line={metric}," in line and "autoscaling.metric" in line for line in annotations)
 
@@ -64,7 +64,7 @@ def test_fail_drifted_manifests_deny_naming_file_and_line(
         for r in json.loads(sarif.stdout)["runs"][0]["results"]
         if r["ruleId"] == "manifests_consistent.manifest_contradicts_plan"
     ]
-    assert len(results) == 7
+    assert len(results) == 8
     places = {
         (
             r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
@@ -124,7 +124,7 @@ def test_fail_drifted_manifests_are_located_gitlab_issues(
     located = [
         i for i in issues if i["check_name"] == "manifests_consistent.manifest_contradicts_plan"
     ]
-    assert len(located) == 7  # 3 zones, TP, GPUs, grace period, metric
+    assert len(located) == 8  # 3 zones, the total, TP, GPUs, grace period, metric
     places = {(i["location"]["path"], i["location"]["lines"]["begin"]) for i in located}
     assert {(str(deployment), grace), (str(hpa), metric)} <= places
     assert all(i["severity"] == "critical" for i in located)

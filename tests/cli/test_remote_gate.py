@@ -157,9 +157,9 @@ def test_manifests_are_sent_to_the_server_and_drift_denies_at_file_and_line(
     grace = line_of(deployment, "terminationGracePeriodSeconds")
     github = remote.check(ALLOWS, "--manifests", str(folder), "--format", "github")
     assert github.returncode == 1, github.stdout + github.stderr
-    assert github.stderr.startswith(f"DENY {ALLOWS}: 7 violation(s) of manifests_consistent ")
+    assert github.stderr.startswith(f"DENY {ALLOWS}: 8 violation(s) of manifests_consistent ")
     annotations = [line for line in github.stdout.splitlines() if "manifests_consistent" in line]
-    assert len(annotations) == 7  # 3 zones, TP, GPUs, grace period, metric
+    assert len(annotations) == 8  # 3 zones, the total, TP, GPUs, grace period, metric
     (grace_line,) = [line for line in annotations if "termination_grace" in line]
     assert grace_line.startswith(f"::error file={deployment},line={grace},title=capgate ")
     assert f"is 300 in the plan but 30 in {deployment}:{grace}" in grace_line

@@ -235,7 +235,7 @@ def test_deny_with_manifests_is_valid_sarif_located_at_file_and_line(
         for r in log["runs"][0]["results"]
         if r["ruleId"] == "manifests_consistent.manifest_contradicts_plan"
     ]
-    assert len(located) == 7  # 3 zones, TP, GPUs, grace period, metric
+    assert len(located) == 8  # 3 zones, the total, TP, GPUs, grace period, metric
     assert {
         "artifactLocation": {"uri": str(deployment)},
         "region": {"startLine": grace},

@@ -17,6 +17,7 @@ from registry.manifests.consistency import (
     StatedField,
     StatedManifests,
     discrepancies,
+    notes,
     same,
     stated_fields,
 )
@@ -74,7 +75,10 @@ def test_success_example_manifests_agree_with_the_example_plan() -> None:
         "replicas_per_zone.us-east1-c",
         "replicas_per_zone.us-east1-d",
     }
+    total = stated.fields["total_replicas"]
+    assert (total.value, total.line) == (9, line_of(K8S / "deployment.yaml", "  replicas: 9"))
     assert discrepancies(example_plan(), stated) == []
+    assert notes(example_plan(), stated) == []  # every zone is compared
 
 
 def test_fail_drifted_manifests_each_field_at_its_line(tmp_path: Path) -> None:
@@ -88,6 +92,7 @@ def test_fail_drifted_manifests_each_field_at_its_line(tmp_path: Path) -> None:
         "replicas_per_zone.us-east1-b",
         "replicas_per_zone.us-east1-c",
         "replicas_per_zone.us-east1-d",
+        "total_replicas",
     }
     grace = found["drain.termination_grace_period_s"]
     deployment = folder / "deployment.yaml"
@@ -100,6 +105,10 @@ def test_fail_drifted_manifests_each_field_at_its_line(tmp_path: Path) -> None:
     # The metric is located at its item in the HPA's metrics list, as from-manifests does.
     assert metric.line == line_of(folder / "hpa.yaml", "- type: Pods")
     assert found["replicas_per_zone.us-east1-b"].manifests == 4
+    # The count itself is contradicted at the line it is written on, beside the zones.
+    total = found["total_replicas"]
+    assert (total.plan, total.manifests, total.file) == (9, 12, str(deployment))
+    assert total.line == line_of(deployment, "  replicas: 12")
 
 
 def test_numbers_compare_as_numbers_and_booleans_are_not_numbers() -> None:
@@ -131,12 +140,13 @@ def test_a_zone_the_manifests_do_not_run_is_a_discrepancy() -> None:
         {"serving.max_num_seqs": {"value": "a\x00b", "file": "a", "document": 0, "line": 1}},
         {"serving.max_num_seqs": {"value": 1, "file": "a", "document": 0, "line": 0}},
         {"serving.max_num_seqs": {"value": {"x": 1}, "file": "a", "document": 0, "line": 1}},
+        {"total_replicas.x": {"value": 9, "file": "a", "document": 0, "line": 1}},
         {
             f"serving.x{i}": {"value": i, "file": "a", "document": 0, "line": 1}
             for i in range(MAX_FIELDS + 1)
         },
     ],
-    ids=["unknown-section", "nul", "line-0", "mapping", "too-many"],
+    ids=["unknown-section", "nul", "line-0", "mapping", "total-with-a-key", "too-many"],
 )
 def test_fail_malformed_stated_fields_are_refused(fields: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
@@ -170,7 +180,7 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
     decision = response.json()
     assert decision["outcome"] == "deny"
     contradicted = [v for v in decision["violations"] if v["policy"] == "manifests_consistent"]
-    assert len(contradicted) == 7
+    assert len(contradicted) == 8  # 3 zones, the total, TP, GPUs, grace period, metric
     assert {v["rule"] for v in contradicted} == {"manifest_contradicts_plan"}
     deployment = folder / "deployment.yaml"
     grace = line_of(deployment, "terminationGracePeriodSeconds")
@@ -219,4 +229,5 @@ def test_cli_sends_the_manifests_to_a_server(database: Database, tmp_path: Path)
     assert result.returncode == 1, result.stdout + result.stderr
     violations = json.loads(result.stdout)["violations"]
     fields = {v["details"]["field"] for v in violations if v["policy"] == "manifests_consistent"}
-    assert "drain.termination_grace_period_s" in fields and len(fields) == 7
+    assert "drain.termination_grace_period_s" in fields and len(fields) == 8
+    assert "total_replicas" in fields
