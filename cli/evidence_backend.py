@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cli.backend import Backend
-    from registry.importers.service import ImportFile, ImportOptions
-    from registry.records.views import Page, SubmitResult
+    from registry.importers.service import ImportFile, ImportOptions, ImportResult
+    from registry.records.views import Page
     from registry.staleness.views import StaleEvidence, StalenessHistory
 
 
 def import_files(
     backend: Backend, files: Sequence[ImportFile], options: ImportOptions
-) -> list[SubmitResult]:
-    """Import result files as evidence, all or nothing; one result per stage."""
+) -> list[ImportResult]:
+    """Import result files as evidence, all or nothing; one result per stage (with the
+    import's notes, such as a re-imported file keeping its first measured time)."""
     from cli.backend import LocalBackend, RemoteBackend
 
     if isinstance(backend, LocalBackend):
@@ -29,7 +30,7 @@ def import_files(
 
         return import_into_registry(backend.database, files, options, principal=backend.principal)
     if isinstance(backend, RemoteBackend):
-        from registry.records.views import SubmitResult
+        from registry.importers.service import ImportResult
 
         form: dict[str, str | list[str]] = {
             "tool": options.tool,
@@ -59,7 +60,7 @@ def import_files(
             data=form,
             files=[("files", (f.name, f.data, "application/octet-stream")) for f in files],
         )
-        return [SubmitResult.model_validate(item) for item in data]
+        return [ImportResult.model_validate(item) for item in data]
     raise TypeError(f"unknown backend {type(backend).__name__}")
 
 

@@ -177,7 +177,9 @@ def extend_evidence(group: typer.Typer) -> None:
             typer.Option(
                 "--measured-at",
                 help="When the run started: ISO 8601 with a zone; needed when the file states "
-                "no time, and preferred to a file's time without a zone.",
+                "no time, and preferred to a file's time without a zone. A file's own zoned "
+                "time wins (a value further from it than the run's duration plus 5 minutes "
+                "is refused); a file already imported keeps its first measured time.",
             ),
         ] = None,
         runtime: Annotated[
@@ -233,6 +235,10 @@ def extend_evidence(group: typer.Typer) -> None:
             mixed=mixed,
         )
         results = import_files(open_backend(server), contents, options)
+        # What the import decided for the user (a re-imported file keeping its first measured
+        # time) goes to stderr: stdout stays the records, or the JSON.
+        for note in dict.fromkeys(n for result in results for n in result.notes):
+            typer.echo(f"note: {note}", err=True)
         if json_out:
             emit_json([result.model_dump(mode="json") for result in results])
             return

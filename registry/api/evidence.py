@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 from fastapi.routing import APIRoute
+from pydantic import Field
 from starlette.routing import Match
 from starlette.types import Scope
 
@@ -30,7 +31,7 @@ from registry.staleness.views import StaleEvidence, StalenessHistory
 from registry.storage.database import Database
 
 if TYPE_CHECKING:
-    from registry.importers.service import ImportFile
+    from registry.importers.service import ImportFile, ImportResult
     from registry.records.evidence import RuntimeInfo
 
 MAX_PAGE = 500
@@ -169,12 +170,23 @@ def _with_source(exc: InvalidInput) -> InvalidInput:
     return exc
 
 
+class EvidenceImportResult(SubmitResult):
+    """One record of an import, as answered: `registry.importers.service.ImportResult` on the
+    wire (declared here so that serving does not load the importers before an import)."""
+
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the import decided for you, e.g. a re-imported file keeping the "
+        "measured time of its first import.",
+    )
+
+
 def evidence_router() -> APIRouter:
     router = APIRouter(tags=["evidence"])
 
     @router.post(
         "/evidence/import",
-        response_model=list[SubmitResult],
+        response_model=list[EvidenceImportResult],
         status_code=status.HTTP_201_CREATED,
         summary="Import load-test result files as evidence (one record per stage)",
         operation_id="import_evidence",
@@ -201,7 +213,12 @@ def evidence_router() -> APIRouter:
         ] = None,
         measured_at: Annotated[
             str | None,
-            Form(description="ISO 8601 with a zone; used when the file states no time."),
+            Form(
+                description="When the run started, ISO 8601 with a zone: needed when the file "
+                "states no time, preferred to a time without a zone. A file's own zoned time "
+                "wins (a value further from it than the run's duration plus 5 minutes is "
+                "refused), and a file already imported keeps its first measured time."
+            ),
         ] = None,
         replicas: Annotated[
             int | None,
@@ -224,7 +241,7 @@ def evidence_router() -> APIRouter:
                 "class: combine them into one mixed record."
             ),
         ] = False,
-    ) -> list[SubmitResult]:
+    ) -> list[EvidenceImportResult]:
         from starlette.concurrency import run_in_threadpool
 
         from registry.importers.service import ImportOptions, import_files
@@ -255,7 +272,7 @@ def evidence_router() -> APIRouter:
             mixed=mixed,
         )
 
-        def work() -> list[SubmitResult]:
+        def work() -> list[ImportResult]:
             return import_files(database, inputs, options, principal=principal)
 
         try:
@@ -265,7 +282,7 @@ def evidence_router() -> APIRouter:
             raise _with_source(exc) from None
         if not any(result.created for result in results):
             response.status_code = status.HTTP_200_OK
-        return results
+        return [EvidenceImportResult.model_validate(r.model_dump()) for r in results]
 
     @router.get(
         "/evidence/stale",

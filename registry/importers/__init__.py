@@ -6,7 +6,8 @@ Pure functions: bytes in, validated records out, no I/O. Supported tools and fil
 ``vllm-bench``     ``vllm bench serve --save-result`` (with or without
                    ``--save-detailed``), ``--append-result`` JSON Lines, ``vllm bench
                    sweep`` ``summary.json`` and legacy ``benchmark_serving.py``
-``guidellm``       GuideLLM JSON reports, old (v0.2/v0.3) and new (metadata v1/v2)
+``guidellm``       GuideLLM reports, JSON or YAML (``benchmarks.yaml``), old (v0.2/v0.3) and
+                   new (metadata v1/v2)
 ``inference-perf`` ``*_lifecycle_metrics.json`` and ``per_request_lifecycle_metrics.json``
                    (``*_prometheus_metrics.json`` is refused: server-side metrics)
 ``genai-perf``     ``profile_export_genai_perf.json``
@@ -20,12 +21,14 @@ whatever the tool calls it (see docs/importers.md for the mapping per tool).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import orjson
+import yaml
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers import aiperf, genai_perf, guidellm, inference_perf, vllm
@@ -37,6 +40,7 @@ from registry.importers.common import (
     build_records,
     refuse,
 )
+from registry.records.documents import PlainLoader
 from registry.records.evidence import (
     CvBasis,
     ImportFindings,
@@ -63,17 +67,50 @@ TOOLS: tuple[str, ...] = ("vllm-bench", "guidellm", "inference-perf", "genai-per
 SUPPORTED_FORMATS = (
     "vllm-bench: `vllm bench serve --save-result` JSON (also --save-detailed, "
     "--append-result JSON Lines, `vllm bench sweep` summary.json, legacy benchmark_serving.py)",
-    "guidellm: GuideLLM benchmark report JSON (v0.2/v0.3 and metadata v1/v2)",
+    "guidellm: GuideLLM benchmark report, JSON or YAML (v0.2/v0.3 and metadata v1/v2)",
     "inference-perf: *_lifecycle_metrics.json, per_request_lifecycle_metrics.json (not "
     "*_prometheus_metrics.json: server-side metrics, refused)",
     "genai-perf: profile_export_genai_perf.json",
     "aiperf: profile_export_aiperf.json, profile_export.jsonl",
 )
 _EXPECTED = "supported tools and formats: " + "; ".join(SUPPORTED_FORMATS)
+_YAML_SUFFIXES = (".yaml", ".yml")
+# A YAML mapping's first line: `key:` then a space or the line's end (a CSV header has none).
+_YAML_KEY_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*:(\s|$)")
+
+
+# The registry's own YAML loader: aliases refused, timestamps left as strings (as in JSON).
+_ResultYamlLoader = PlainLoader
+
+
+def _looks_like_yaml(text: str, source: str) -> bool:
+    if source.lower().endswith(_YAML_SUFFIXES):
+        return True
+    first = next(
+        (ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")), ""
+    )
+    return bool(_YAML_KEY_LINE.match(first)) or first.strip() == "---"
+
+
+def _load_yaml(text: str, *, source: str) -> Any:
+    """A YAML result file (GuideLLM writes ``benchmarks.yaml`` with the JSON's structure)."""
+    loader = _ResultYamlLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise refuse("(file)", f"not YAML ({problem}{where}); {_EXPECTED}", source=source) from exc
+    except RecursionError as exc:
+        raise refuse("(file)", "not YAML: nested too deeply", source=source) from exc
+    finally:
+        loader.dispose()
 
 
 def _load(data: bytes, *, source: str) -> Any:
-    """The file as JSON, or as JSON Lines (one object per line) as a list of the objects.
+    """The file as JSON, as JSON Lines (one object per line) as a list of the objects, or as
+    YAML (a ``.yaml``/``.yml`` name, or text that starts as a YAML mapping).
 
     JSON Lines come from vLLM's --append-result (mainline writes "\\n" *before* each appended
     object, so there may be no trailing newline, and writers mixed over time leave blank
@@ -116,12 +153,27 @@ def _load(data: bytes, *, source: str) -> Any:
                 ) from exc
             rows.line_numbers.append(number)
         return rows
+    if _looks_like_yaml(text, source):
+        doc = _load_yaml(text, source=source)
+        if isinstance(doc, dict | list) or source.lower().endswith(_YAML_SUFFIXES):
+            return doc
     raise refuse(
         "(file)",
         f"not JSON ({first_error.msg} at line {first_error.lineno} column "
         f"{first_error.colno}); {_EXPECTED}",
         source=source,
     )
+
+
+def _shape(doc: Any) -> str:
+    """`` (top-level keys: a, b, c)``: what the unknown file holds, briefly."""
+    if isinstance(doc, dict):
+        keys = [str(k) for k in list(doc)[:5]]
+        more = ", ..." if len(doc) > 5 else ""
+        return f" (top-level keys: {', '.join(keys)}{more})" if keys else " (an empty object)"
+    if isinstance(doc, list):
+        return f" (a list of {len(doc)} item{'s' if len(doc) != 1 else ''})"
+    return f" (a {type(doc).__name__})"
 
 
 def detect_tool(doc: Any) -> str | None:
@@ -179,11 +231,12 @@ def import_result_file_with_findings(
 
     ``tool`` is one of ``TOOLS`` or ``"auto"`` (judged from the file's shape).
     ``measured_at`` is used when the file states no time of its own, or only a wall-clock
-    time without a zone. ``replicas`` is required unless the file states it. ``runtime``
-    is the serving runtime measured, as the person importing states it (the file's own
-    statement wins; a contradicting one is refused). ``name`` overrides the record name
-    derived from ``file_name``;
-    stages of a multi-stage file are named ``<name>-stage-<i>`` and labelled
+    time without a zone; a file's own zoned time wins, and a ``measured_at`` further from it
+    than the run's duration plus ``common.MEASURED_AT_SLACK`` is refused naming both.
+    ``replicas`` is required unless the file states it. ``runtime`` is the serving runtime
+    measured, as the person importing states it (the file's own statement wins; a
+    contradicting one is refused). ``name`` overrides the record name derived from
+    ``file_name``; stages of a multi-stage file are named ``<name>-stage-<i>`` and labelled
     ``{series: <name>, stage: "<i>"}``. Raises ``InvalidInput`` (with a FieldProblem naming
     the key) for a file of unknown or broken format.
     """
@@ -208,9 +261,11 @@ def _parse(data: bytes, *, file_name: str, tool: str) -> list[ParsedStage]:
     if tool == "auto":
         detected = detect_tool(doc)
         if detected is None:
+            problem = f"the file's shape matches no supported tool{_shape(doc)}"
             raise InvalidInput(
-                f"cannot import {file_name}: the file's shape matches no supported tool",
-                problems=[FieldProblem(loc="(top level)", message=_EXPECTED)],
+                f"cannot import {file_name}: {problem}",
+                # What is wrong first, then what would be read: one line, the headline kept.
+                problems=[FieldProblem(loc="(top level)", message=f"{problem}; {_EXPECTED}")],
                 source=file_name,
             )
         tool = detected

@@ -64,13 +64,18 @@ _ALIASES = {
 _RATE_PHASES = ("poisson", "gamma", "constant", "request_rate", "user_centric")
 
 
+# Metric blocks one of which every aggregate export holds: the success metrics, or, when
+# no request succeeded (AIPerf then writes no success metric at all), the error count.
+_BLOCKS = ("request_throughput", "request_latency", "ttft", "error_request_count")
+
+
 def looks_like(doc: Any) -> bool:
     if not isinstance(doc, dict):
         return False
     if isinstance(doc.get("records"), dict) and "input_config" in doc:
         return True
     return any(k in doc for k in AIPERF_MARKERS) and any(
-        isinstance(doc.get(k), dict) for k in ("request_throughput", "request_latency", "ttft")
+        isinstance(doc.get(k), dict) for k in _BLOCKS
     )
 
 
@@ -85,6 +90,23 @@ def _get(metrics: dict[str, Any], name: str) -> Any:
         if alias in metrics:
             return metrics[alias]
     return None
+
+
+def _reason(entry: dict[str, Any]) -> str | None:
+    """``20 x TimeoutError (HTTP 504): message`` from one ``error_summary`` entry."""
+    details = obj(entry.get("error_details")) or entry
+    kind = details.get("type")
+    code = details.get("code")
+    message = details.get("message")
+    parts = [str(kind) if isinstance(kind, str) and kind else "error"]
+    if isinstance(code, int) and not isinstance(code, bool):
+        parts.append(f"(HTTP {code})")
+    text = " ".join(parts)
+    if isinstance(message, str) and message.strip() and message.strip() != kind:
+        short = message.strip().splitlines()[0]
+        text += f": {short if len(short) <= 80 else short[:77] + '...'}"
+    n = count(entry.get("count"))
+    return f"{n} x {text}" if n is not None else text
 
 
 def _is_cancel(error: Any) -> bool:
@@ -225,6 +247,11 @@ def _counts(stage: ParsedStage, doc: dict[str, Any], metrics: dict[str, Any]) ->
     if isinstance(summary, list):
         entries = [e for e in summary if isinstance(e, dict)]
         cancels_in_errors = sum(count(e.get("count")) or 0 for e in entries if _is_cancel(e))
+        failures = sorted(
+            (e for e in entries if not _is_cancel(e)),
+            key=lambda e: -(count(e.get("count")) or 0),
+        )
+        stage.failure_reasons = [r for r in map(_reason, failures) if r]
         if errors is None and entries:
             errors = sum(count(e.get("count")) or 0 for e in entries)
         elif errors is None:
@@ -289,11 +316,13 @@ def _window(stage: ParsedStage, doc: dict[str, Any], metrics: dict[str, Any]) ->
     first_ns = avg(metrics.get("min_request_timestamp"))
     if first_ns is not None and first_ns > 0:
         stage.measured_at = epoch_to_utc(first_ns / 1e9)
+        stage.measured_at_basis = "min_request_timestamp"
     elif isinstance(doc.get("start_time"), str):
         try:
             ts = datetime.fromisoformat(doc["start_time"])
             stage.measured_at = ts
             stage.measured_at_naive = ts.tzinfo is None
+            stage.measured_at_basis = "start_time"
         except ValueError:
             stage.notes.append(f"start_time {doc['start_time']!r} is not ISO 8601; ignored")
     stage.duration_s = pos(avg(metrics.get("benchmark_duration")))
@@ -370,8 +399,20 @@ def _parse_aggregate(doc: dict[str, Any], *, source: str) -> ParsedStage:
     stage.itl_ms = metric_percentiles(
         _get(metrics, "inter_chunk_latency"), stage=stage, what="inter_chunk_latency", source=source
     )
-    lengths(stage, _get(metrics, "input_sequence_length"), which="prompt_tokens", samples=None)
-    lengths(stage, _get(metrics, "output_sequence_length"), which="output_tokens", samples=None)
+    # Later schemas (1.3 in the files seen) give each block its count; schema 1.0 (AIPerf 0.8)
+    # states none. The lengths are the successful requests', request_count of them.
+    lengths(
+        stage,
+        _get(metrics, "input_sequence_length"),
+        which="prompt_tokens",
+        samples=stage.completed or None,
+    )
+    lengths(
+        stage,
+        _get(metrics, "output_sequence_length"),
+        which="output_tokens",
+        samples=stage.completed or None,
+    )
     stage.throughput = Throughput(
         requests_per_s=avg(metrics.get("request_throughput")),
         output_tokens_per_s=avg(metrics.get("output_token_throughput")),
@@ -490,6 +531,7 @@ def parse_jsonl(rows: list[Any], *, source: str) -> list[ParsedStage]:
     if acc.starts:
         first = min(acc.starts)
         stage.measured_at = epoch_to_utc(first)
+        stage.measured_at_basis = "the first request_start_ns"
         last = max(acc.ends) if acc.ends else max(acc.starts)
         span = last - first
         if span > 0:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from registry.importers.common import (
     ImportContext,
     ImportedStage,
+    MeasuredAtSource,
     ParsedStage,
     class_result,
     findings_for,
@@ -229,4 +230,17 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
         )
     except ValidationError as exc:
         raise invalid_record(exc, first.ctx.file_name) from exc
-    return ImportedStage(evidence=evidence, findings=evidence.findings or ImportFindings())
+    # The mix's time is fixed by the files only when every file fixes its own.
+    sources = {p.stage.measured_at_source for p in parts}
+    source = (
+        MeasuredAtSource.FILE
+        if sources == {MeasuredAtSource.FILE}
+        else MeasuredAtSource.ARGUMENT
+        if MeasuredAtSource.ARGUMENT in sources
+        else MeasuredAtSource.FILE_NO_ZONE
+    )
+    return ImportedStage(
+        evidence=evidence,
+        findings=evidence.findings or ImportFindings(),
+        measured_at_source=source,
+    )

@@ -11,7 +11,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,9 @@ class ParsedStage:
     measured_at: datetime | None = None
     measured_at_naive: bool = False  # the file's time has no zone (a local wall clock)
     measured_at_is_end: bool = False  # the file's time marks the end of the run (vLLM's date)
+    measured_at_basis: str | None = None  # the key the file's time was read from
+    # Where the record's time came from, once settled (``MeasuredAtSource``).
+    measured_at_source: MeasuredAtSource | None = None
     # The traffic class the file itself names (vLLM --metadata class=..., a label), if any.
     class_label: str | None = None
     # Ready replicas behind the tested endpoint, when the file states it, and where.
@@ -90,6 +94,8 @@ class ParsedStage:
     # results
     completed: int | None = None
     failed: int | None = None
+    # Why requests failed, as the file states it ("20 x TimeoutError"), most frequent first.
+    failure_reasons: list[str] = field(default_factory=list)
     cancelled: int | None = None
     incomplete: int | None = None  # cut off when the tool stopped measuring
     ttft_ms: Percentiles | None = None
@@ -110,12 +116,23 @@ class ParsedStage:
     priority_basis: str | None = None
 
 
+class MeasuredAtSource(StrEnum):
+    """Where an imported record's ``measured_at`` came from."""
+
+    FILE = "file"  # the file's own time, with a zone: nothing can move it
+    ARGUMENT = "argument"  # --measured-at (form field measured_at)
+    FILE_NO_ZONE = "file-no-zone"  # the file's wall-clock time without a zone, read as UTC
+
+
 @dataclass(frozen=True)
 class ImportedStage:
     """One imported stage: the evidence record and the findings computed with it."""
 
     evidence: LoadTestEvidence
     findings: ImportFindings
+    # MeasuredAtSource: whether the file itself fixes the record's time (see the import
+    # service, which keeps a re-imported file's first measured time otherwise).
+    measured_at_source: MeasuredAtSource = MeasuredAtSource.FILE
 
 
 # --- reading JSON safely -------------------------------------------------------------------
@@ -351,23 +368,85 @@ def judge_schedule(stage: ParsedStage) -> None:
         )
 
 
+# How far --measured-at may sit from a time the file states, beyond the run's own duration:
+# a user may give the run's start where the file states its end, or round to the minute.
+MEASURED_AT_SLACK = timedelta(minutes=5)
+
+
+def measured_at_tolerance(duration_s: float | None) -> timedelta:
+    """The run's own duration plus ``MEASURED_AT_SLACK``: two times of one run further apart
+    than this are not the same run."""
+    return timedelta(seconds=duration_s or 0.0) + MEASURED_AT_SLACK
+
+
+def _format_gap(gap: timedelta) -> str:
+    seconds = abs(gap.total_seconds())
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
+def _check_stated_time(
+    stage: ParsedStage, stated: datetime, given: datetime, ctx: ImportContext
+) -> None:
+    """Refuse a --measured-at that contradicts the zoned time the file states."""
+    tolerance = measured_at_tolerance(stage.duration_s)
+    gap = given - stated
+    if abs(gap) <= tolerance:
+        return
+    basis = f" ({stage.measured_at_basis})" if stage.measured_at_basis else ""
+    mark = "ended" if stage.measured_at_is_end else "started"
+    run = f"{stage.duration_s:g} s run" if stage.duration_s else "run of unstated duration"
+    raise refuse(
+        "--measured-at",
+        f"the file states the run {mark} at {stated.isoformat()}{basis} but --measured-at "
+        f"{given.isoformat()} was given (API: form field measured_at), {_format_gap(gap)} "
+        f"{'later' if gap > timedelta(0) else 'earlier'}: more than the {run} plus "
+        f"{MEASURED_AT_SLACK.total_seconds() / 60:g} min. The file's own time is the time of "
+        "measurement; drop the flag or correct it",
+        source=ctx.file_name,
+    )
+
+
+# Every note on how a time without a zone was settled holds this: a re-import that keeps the
+# first import's time keeps the first import's note with it (the import service).
+NO_ZONE_NOTE = "has no time zone; "
+
+
+def is_time_note(note: str) -> bool:
+    return NO_ZONE_NOTE in note
+
+
 def _resolve_measured_at(stage: ParsedStage, ctx: ImportContext) -> datetime:
+    """The time of measurement: the file's own zoned time wins (a --measured-at further from
+    it than the run's duration plus ``MEASURED_AT_SLACK`` is refused naming both); a time
+    without a zone yields to --measured-at; no time at all needs it."""
     if stage.measured_at is not None and not stage.measured_at_naive:
+        if ctx.measured_at is not None:
+            _check_stated_time(stage, stage.measured_at, ctx.measured_at, ctx)
+        stage.measured_at_source = MeasuredAtSource.FILE
         return stage.measured_at
     if stage.measured_at is not None:
         # The file's clock has no zone: an explicit argument is better evidence than a guess.
         if ctx.measured_at is not None:
             stage.notes.append(
-                f"the file's time {stage.measured_at.isoformat()} has no time zone; the "
+                f"the file's time {stage.measured_at.isoformat()} {NO_ZONE_NOTE}the "
                 "measured_at argument (the run's start) was used instead"
             )
             stage.measured_at_is_end = False
+            stage.measured_at_source = MeasuredAtSource.ARGUMENT
             return ctx.measured_at
         stage.notes.append(
-            f"the file's time {stage.measured_at.isoformat()} has no time zone; read as UTC"
+            f"the file's time {stage.measured_at.isoformat()} {NO_ZONE_NOTE}read as UTC"
         )
+        stage.measured_at_source = MeasuredAtSource.FILE_NO_ZONE
         return stage.measured_at.replace(tzinfo=UTC)
     if ctx.measured_at is not None:
+        stage.measured_at_source = MeasuredAtSource.ARGUMENT
         return ctx.measured_at
     raise refuse(
         "--measured-at",
@@ -382,12 +461,17 @@ def _check_completed(stage: ParsedStage, source: str) -> None:
     if stage.completed == 0:
         failed = f", failed: {stage.failed}" if stage.failed is not None else ""
         where = f"stage {stage.stage}: " if stage.stage is not None else ""
+        reasons = ""
+        if stage.failure_reasons:
+            shown = "; ".join(stage.failure_reasons[:3])
+            more = len(stage.failure_reasons) - 3
+            reasons = f" ({shown}{f'; +{more} more' if more > 0 else ''})"
         raise refuse(
             f"{where}completed",
-            f"0{failed}; no request completed, so the file's latencies (stated as 0) measure "
-            "nothing. Fix the run and load the test again",
+            f"0{failed}{reasons}; no request completed, so the file's latencies (stated as 0) "
+            "measure nothing. Fix the run and load the test again",
             source=source,
-            summary=f"cannot import {source}: {where}completed: 0{failed}",
+            summary=f"cannot import {source}: {where}completed: 0{failed}{reasons}",
         )
 
 
@@ -519,7 +603,13 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
             raise invalid_record(exc, ctx.file_name) from exc
         if not _NAME_RE.match(name):  # pragma: no cover - slug() guarantees the pattern
             raise refuse("name", f"{name!r} is not a valid record name", source=ctx.file_name)
-        out.append(ImportedStage(evidence=evidence, findings=evidence.findings or findings_for(st)))
+        out.append(
+            ImportedStage(
+                evidence=evidence,
+                findings=evidence.findings or findings_for(st),
+                measured_at_source=st.measured_at_source or MeasuredAtSource.FILE,
+            )
+        )
     return out
 
 

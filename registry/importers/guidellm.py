@@ -164,10 +164,13 @@ def _window(stage: ParsedStage, bench: dict[str, Any]) -> None:
     GuideLLM states runs past the end of the run (a cool-down that was never reached)."""
     sched = _scheduler(bench)
     start = num(bench.get("start_time"))
+    basis = "start_time"
     if start is None:
+        basis = "scheduler measure_start_time"
         start = num(sched.get("measure_start_time")) or num(sched.get("start_time"))
     if start is not None:
         stage.measured_at = epoch_to_utc(start)
+        stage.measured_at_basis = basis
     end = num(bench.get("end_time"))
     duration = pos(bench.get("duration"))
     if duration is None and start is not None and end is not None and end > start:

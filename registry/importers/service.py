@@ -5,6 +5,12 @@ through the one write path, `registry.records.service.submit` (pinning, digests,
 staleness, audit), inside the caller's single unit of work: a broken file or a bad
 reference anywhere leaves nothing behind. Identical content is the existing version, so
 importing the same file twice returns the same records with `created: false`.
+
+A file's time of measurement is not the importer's to change. Where the file states its own
+time with a zone, that time is used (a contradicting `--measured-at` is refused by the
+importer). Otherwise the time came from `--measured-at` (or a zoneless clock read as UTC),
+and bytes already in the registry keep the time their first import gave the same run: the
+record takes it, whatever was given this time, and the result says so in `notes`.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from pydantic import Field
+
 from registry.errors import FieldProblem, InvalidInput
+from registry.importers.common import MeasuredAtSource, is_time_note
 from registry.records.evidence import LoadTestEvidence, RuntimeInfo
 from registry.records.kinds import RecordKind
 from registry.records.views import SubmitResult
@@ -47,14 +56,31 @@ class ImportFile:
     traffic_class: str | None = None  # from `--class NAME=FILE`
 
 
+class ImportResult(SubmitResult):
+    """A submit result with what the import did that the person importing must know."""
+
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the import decided for you, e.g. a re-imported file keeping the "
+        "measured time of its first import.",
+    )
+
+
+@dataclass(frozen=True)
+class Converted:
+    """One record read from a file, and where its measured time came from."""
+
+    file_name: str
+    evidence: LoadTestEvidence
+    measured_at_source: MeasuredAtSource = MeasuredAtSource.FILE
+
+
 def _problem(loc: str, message: str) -> InvalidInput:
     return InvalidInput(message, problems=[FieldProblem(loc, message)])
 
 
-def convert_files(
-    files: Sequence[ImportFile], options: ImportOptions
-) -> list[tuple[str, LoadTestEvidence]]:
-    """(file name, record) for every stage of every file; raises on the first bad file."""
+def convert_files(files: Sequence[ImportFile], options: ImportOptions) -> list[Converted]:
+    """A record for every stage of every file; raises on the first bad file."""
     from registry.importers import import_class_files, import_result_file_with_findings
 
     if not files:
@@ -77,8 +103,8 @@ def convert_files(
             runtime=options.runtime,
             name=options.name,
         )
-        return [(files[0].name, imported.evidence)]
-    out: list[tuple[str, LoadTestEvidence]] = []
+        return [Converted(files[0].name, imported.evidence, imported.measured_at_source)]
+    out: list[Converted] = []
     for f in files:
         stages = import_result_file_with_findings(
             f.data,
@@ -93,7 +119,7 @@ def convert_files(
             runtime=options.runtime,
             name=options.name if len(files) == 1 else None,
         )
-        out.extend((f.name, stage.evidence) for stage in stages)
+        out.extend(Converted(f.name, st.evidence, st.measured_at_source) for st in stages)
     return out
 
 
@@ -103,7 +129,7 @@ def import_files(
     options: ImportOptions,
     *,
     principal: str,
-) -> list[SubmitResult]:
+) -> list[ImportResult]:
     """Import result files as evidence records, all in one transaction.
 
     Files are parsed before the write begins: the unit of work reruns its body on a lost
@@ -113,20 +139,62 @@ def import_files(
     return database.write(lambda ctx: submit_converted(ctx, converted), principal=principal)
 
 
-def submit_converted(
-    ctx: WriteContext, converted: Sequence[tuple[str, LoadTestEvidence]]
-) -> list[SubmitResult]:
+def _keep_first_time(ctx: WriteContext, item: Converted) -> tuple[LoadTestEvidence, list[str]]:
+    """The record with the time the first import of its bytes gave the same run, if the
+    file does not fix the time itself; and the note saying so."""
+    record = item.evidence
+    if item.measured_at_source is MeasuredAtSource.FILE:
+        return record, []
+    from registry.staleness.laundering import first_measurement
+
+    first = first_measurement(ctx, record)
+    if first is None or first[1].measured_at == record.measured_at:
+        return record, []
+    row, earlier = first
+    given = (
+        "given as --measured-at (form field measured_at)"
+        if item.measured_at_source is MeasuredAtSource.ARGUMENT
+        else "read as UTC from the file's time without a zone"
+    )
+    note = (
+        f"{item.file_name}: measured_at {earlier.measured_at.isoformat()} kept from the first "
+        f"import of these bytes (evidence {row.name}@v{row.version}), not "
+        f"{record.measured_at.isoformat()} {given}: importing a file again cannot change "
+        "when it was measured"
+    )
+    update: dict[str, object] = {"measured_at": earlier.measured_at}
+    if record.findings is not None:
+        # How the kept time was settled is the first import's note, not this one's.
+        notes = _with_time_notes(record.findings.notes, earlier)
+        update["findings"] = record.findings.model_copy(update={"notes": notes})
+    return record.model_copy(update=update), [note]
+
+
+def _with_time_notes(notes: list[str], earlier: LoadTestEvidence) -> list[str]:
+    """`notes` with each note on settling a zoneless time replaced, in order, by the one the
+    earlier record holds (dropped when it holds none)."""
+    kept = iter(n for n in (earlier.findings.notes if earlier.findings else []) if is_time_note(n))
+    out: list[str] = []
+    for n in notes:
+        if not is_time_note(n):
+            out.append(n)
+        elif (replacement := next(kept, None)) is not None:
+            out.append(replacement)
+    return out
+
+
+def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[ImportResult]:
     """Submit records from `convert_files` in the caller's transaction."""
     from registry.records import service
 
-    results: list[SubmitResult] = []
-    for file_name, record in converted:
+    results: list[ImportResult] = []
+    for item in converted:
         try:
+            record, notes = _keep_first_time(ctx, item)
             # The one caller allowed to state provenance.entry: imported.
-            results.append(
-                service.submit(ctx, kind=RecordKind.evidence, record=record, via_import=True)
-            )
+            result = service.submit(ctx, kind=RecordKind.evidence, record=record, via_import=True)
         except InvalidInput as exc:
-            exc.source = exc.source or file_name
+            exc.source = exc.source or item.file_name
             raise
+        results.append(ImportResult(created=result.created, record=result.record, notes=notes))
     return results

@@ -50,6 +50,7 @@ from registry.importers.common import (
     standard_missing,
 )
 from registry.importers.stats import (
+    CvEstimate,
     percentiles_from_samples,
     percentiles_ms,
 )
@@ -386,6 +387,7 @@ def _measured_at(doc: dict[str, Any], stage: ParsedStage) -> None:
             stage.notes.append(f"date {date!r} is not vLLM's %Y%m%d-%H%M%S; ignored")
             return
         stage.measured_at_naive = True  # vLLM writes the runner's local wall clock
+        stage.measured_at_basis = "date"
         # vLLM takes datetime.now() after the run: the window is [date - duration, date].
         stage.measured_at_is_end = True
 
@@ -596,6 +598,27 @@ def _short(value: Any) -> str:
 # --- one result ----------------------------------------------------------------------------
 
 
+def _summary_lengths(doc: dict[str, Any], stage: ParsedStage) -> None:
+    """A summary-only file states token totals, so mean lengths and nothing of their spread:
+    the findings say that once, per length, instead of "no lengths" beside a mean."""
+    completed = stage.completed
+    for key, which in (("total_input_tokens", "prompt"), ("total_output_tokens", "output")):
+        total = num(doc.get(key))
+        if not completed or total is None:
+            continue  # nothing stated: the findings say the file states no lengths
+        est = CvEstimate(
+            None,
+            "unavailable",
+            completed,
+            f"summary only: mean {which} {total / completed:g} tokens per completed request "
+            f"({key} / completed); no distribution, so no CV",
+        )
+        if which == "prompt":
+            stage.prompt_cv = est
+        else:
+            stage.output_cv = est
+
+
 def _parse_result(doc: dict[str, Any], *, source: str, where: str = "") -> ParsedStage:
     stage = ParsedStage(tool=TOOL)
     stage.notes.append(
@@ -637,13 +660,7 @@ def _parse_result(doc: dict[str, Any], *, source: str, where: str = "") -> Parse
         _detailed(doc, stage, source, where)
     else:
         _latencies_only(doc, stage)
-        completed = stage.completed
-        tin, tout = num(doc.get("total_input_tokens")), num(doc.get("total_output_tokens"))
-        if completed and tin is not None and tout is not None:
-            stage.notes.append(
-                f"summary only: mean prompt {tin / completed:g} and mean output "
-                f"{tout / completed:g} tokens per completed request; no distribution"
-            )
+        _summary_lengths(doc, stage)
     stage.cancellations_exercised = False
     stage.cancelled = 0  # not stated: the tool has no way to cancel, so none were
     stage.cancellation_basis = "vLLM bench serve never cancels requests"

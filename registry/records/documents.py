@@ -49,6 +49,8 @@ _PlainLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# For other readers of user YAML (result files): the same refusals, the same plain values.
+PlainLoader = _PlainLoader
 
 
 class _Pairs(dict[str, Any]):

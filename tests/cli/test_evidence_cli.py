@@ -128,7 +128,9 @@ def test_broken_file_exits_2_with_one_line_and_leaves_nothing(
     result = capgate("evidence", "import", str(unknown), *AGAINST, env=env)
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
-    assert line.startswith(f"capgate: error: {unknown}: (top level): supported tools and formats: ")
+    assert line.startswith(
+        f"capgate: error: {unknown}: (top level): the file's shape matches no supported tool"
+    )
     assert evidence_names(env) == [EVIDENCE]
 
 

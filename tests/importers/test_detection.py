@@ -11,7 +11,13 @@ from registry.importers import (
     detect_tool,
     import_result_file,
 )
-from tests.importers.helpers import WHEN, path_of
+from registry.records.evidence import LoadTestEvidence
+from tests.importers.helpers import WHEN, load, path_of
+
+
+def one_of(rel: str, **kw: object) -> LoadTestEvidence:
+    return load(rel, **kw)[0].evidence
+
 
 # --- detection and refusals ------------------------------------------------------------
 
@@ -35,24 +41,26 @@ from tests.importers.helpers import WHEN, path_of
 )
 def test_detection(rel: str, tool: str) -> None:
     assert detect_tool(json.loads(path_of(rel).read_bytes())) == tool
-    [ev] = import_result_file(
-        path_of(rel).read_bytes(),
-        file_name="x.json",
-        workload="w",
-        provider="p",
-        measured_at=WHEN,
-        replicas=1,
-    )[:1]
+    ev = one_of(rel, file_name="x.json", workload="w", provider="p")
     assert ev.tool.name == tool
 
 
-def test_unknown_shape_refused() -> None:
+def test_unknown_shape_refused_says_what_is_wrong_then_what_is_supported() -> None:
     with pytest.raises(InvalidInput) as exc:
         import_result_file(b'{"hello": 1}', file_name="x.json", workload="w", provider="p")
+    # The one line the CLI prints (and the API's first problem) leads with the headline.
+    line = exc.value.one_line()
+    headline = "the file's shape matches no supported tool (top-level keys: hello)"
+    assert line.startswith(f"x.json: (top level): {headline}; supported tools and formats: ")
+    assert str(exc.value) == f"cannot import x.json: {headline}"
     message = exc.value.problems[0].message
-    assert message.startswith("supported tools and formats:")
     for tool in ("vllm-bench", "guidellm", "inference-perf", "genai-perf", "aiperf"):
         assert f"{tool}:" in message
+    with pytest.raises(InvalidInput) as listed:
+        import_result_file(b"[1, 2]", file_name="x.json", workload="w", provider="p")
+    assert listed.value.one_line().startswith(
+        "x.json: (top level): the file's shape matches no supported tool (a list of 2 items); "
+    )
 
 
 def test_a_per_request_csv_of_another_tool_lists_what_is_supported() -> None:

@@ -281,3 +281,148 @@ def test_aiperf_all_failed_is_refused() -> None:
         one(A_FAILED)
     assert f"completed: 0, failed: {int(doc['error_request_count']['avg'])}" in str(exc.value)
     assert path_of(A_FAILED).name in str(exc.value)
+
+
+# --- AIPerf 0.8 (export schema 1.0) ------------------------------------------------------
+# Built here after AIPerf's own writer (src/aiperf/common/models/export_models.py, schema
+# "1.0": schema_version, aiperf_version, benchmark_id, then one {unit, avg, p1..p99, min,
+# max, std} block per metric, no per-block count; start_time/end_time naive local times from
+# datetime.fromtimestamp). No public 0.8 file is stored in ../shared/fixtures.
+
+
+def _block(unit: str, avg: float, spread: float = 0.0) -> dict[str, Any]:
+    levels = {"p1": -2.3, "p5": -1.6, "p10": -1.3, "p25": -0.7, "p50": 0.0}
+    levels |= {"p75": 0.7, "p90": 1.3, "p95": 1.6, "p99": 2.3}
+    block: dict[str, Any] = {"unit": unit, "avg": avg}
+    block |= {key: round(avg + z * spread, 3) for key, z in levels.items()}
+    block |= {"min": round(avg - 3 * spread, 3), "max": round(avg + 3 * spread, 3)}
+    block["std"] = spread
+    return block
+
+
+def aiperf_08_export(*, successes: int, timeouts: int) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema_version": "1.0",
+        "aiperf_version": "0.8.0",
+        "benchmark_id": "3f1c9a2e-6b7d-4e0f-9a51-0c2d8e7b4f10",
+    }
+    if successes:
+        doc |= {
+            "request_throughput": {"unit": "requests/sec", "avg": successes / 60.0},
+            "request_latency": _block("ms", 4200.0, 600.0),
+            "request_count": {"unit": "requests", "avg": float(successes)},
+            "time_to_first_token": _block("ms", 180.0, 40.0),
+            "inter_token_latency": _block("ms", 21.0, 2.0),
+            "inter_chunk_latency": _block("ms", 21.5, 6.0),
+            "output_token_throughput": {"unit": "tokens/sec", "avg": successes * 190 / 60.0},
+            "output_sequence_length": _block("tokens", 190.0, 12.0),
+            "input_sequence_length": _block("tokens", 550.0, 40.0),
+            "min_request_timestamp": {"unit": "ns", "avg": 1.7690562e18},
+            "max_response_timestamp": {"unit": "ns", "avg": 1.7690562e18 + 60e9},
+            "benchmark_duration": {"unit": "sec", "avg": 60.0},
+        }
+    if timeouts:
+        doc |= {
+            "error_request_count": {"unit": "requests", "avg": float(timeouts)},
+            "error_isl": _block("tokens", 550.0, 40.0),
+            "total_error_isl": {"unit": "tokens", "avg": 550.0 * timeouts},
+        }
+    doc |= {
+        "input_config": {
+            "endpoint": {
+                "model_names": ["Qwen/Qwen3-0.6B"],
+                "type": "chat",
+                "streaming": True,
+                "url": "localhost:8000",
+                "timeout_seconds": 30.0,
+            },
+            "loadgen": {"concurrency": 4, "request_count": successes + timeouts},
+            "cli_command": "aiperf profile --model Qwen/Qwen3-0.6B --streaming --concurrency 4",
+        },
+        "was_cancelled": False,
+        "error_summary": (
+            [{"error_details": {"type": "TimeoutError", "message": ""}, "count": timeouts}]
+            if timeouts
+            else []
+        ),
+        "start_time": "2026-01-22T04:43:20.112000",
+        "end_time": "2026-01-22T04:44:20.406000",
+    }
+    return doc
+
+
+def _import_doc(doc: dict[str, Any], name: str = "profile_export_aiperf.json") -> Any:
+    from registry.importers import import_result_file_with_findings
+
+    (stage,) = import_result_file_with_findings(
+        json.dumps(doc, indent=2).encode(),
+        file_name=name,
+        workload="chat@v1",
+        provider="h100@v1",
+        replicas=1,
+    )
+    return stage
+
+
+def test_aiperf_08_every_request_timed_out_is_aiperf_refused_with_its_reasons() -> None:
+    from registry.importers import detect_tool
+
+    doc = aiperf_08_export(successes=0, timeouts=12)
+    metrics = {k for k, v in doc.items() if isinstance(v, dict) and "unit" in v}
+    assert metrics == {"error_request_count", "error_isl", "total_error_isl"}
+    assert detect_tool(doc) == "aiperf"
+    with pytest.raises(InvalidInput) as exc:
+        _import_doc(doc, name="run-timeouts/profile_export_aiperf.json")
+    error = exc.value
+    assert error.problems[0].loc == "completed"
+    line = error.one_line()
+    assert line.startswith(
+        "run-timeouts/profile_export_aiperf.json: completed: 0, failed: 12 (12 x TimeoutError); "
+        "no request completed"
+    )
+    assert "matches no supported tool" not in line
+    assert str(error) == (
+        "cannot import run-timeouts/profile_export_aiperf.json: completed: 0, failed: 12 "
+        "(12 x TimeoutError)"
+    )
+
+
+def test_aiperf_all_failed_names_the_stated_reasons_most_frequent_first() -> None:
+    doc = aiperf_08_export(successes=0, timeouts=7)
+    doc["error_request_count"]["avg"] = 10.0
+    doc["error_summary"].append(
+        {
+            "error_details": {"code": 503, "type": "ServiceUnavailable", "message": "no pods"},
+            "count": 3,
+        }
+    )
+    with pytest.raises(InvalidInput) as exc:
+        _import_doc(doc)
+    assert (
+        "completed: 0, failed: 10 (7 x TimeoutError; 3 x ServiceUnavailable (HTTP 503): no pods)"
+        in str(exc.value)
+    )
+
+
+def test_aiperf_08_lengths_take_request_count_as_their_sample_count() -> None:
+    doc = aiperf_08_export(successes=40, timeouts=0)
+    assert "count" not in doc["input_sequence_length"]  # schema 1.0 states no per-block count
+    stage = _import_doc(doc)
+    ev = stage.evidence
+    assert ev.tool.version == "0.8.0"
+    r = ev.results.per_class["default"]
+    assert (r.requests, r.completed, r.failed) == (40, 40, 0)
+    for which, key in (
+        ("prompt_tokens", "input_sequence_length"),
+        ("output_tokens", "output_sequence_length"),
+    ):
+        dist = getattr(ev.offered, which)
+        assert dist is not None, which
+        assert dist.samples == doc["request_count"]["avg"] == 40
+        assert dist.quantile(50) == doc[key]["p50"]
+        assert dist.quantile(99) == doc[key]["p99"]
+        assert f"offered.{which}" not in ev.missing
+        uniformity = getattr(stage.findings, which)
+        assert uniformity.samples == 40
+        assert uniformity.cv == pytest.approx(doc[key]["std"] / doc[key]["avg"])
+    assert not any("no sample count" in n for n in stage.findings.notes)

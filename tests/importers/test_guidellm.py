@@ -222,3 +222,47 @@ def test_zero_successful_is_refused() -> None:
     assert f"completed: 0, failed: {totals['errored']}" in str(exc.value)
     assert path.name in str(exc.value)
     assert exc.value.problems[0].loc == "completed"
+
+
+# --- the YAML report ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel", [MOCK, V02])
+def test_yaml_report_reads_as_the_json_one(rel: str) -> None:
+    """GuideLLM writes benchmarks.yaml with ``yaml.dump(report.model_dump())``: the JSON's
+    structure, in YAML (GenerativeBenchmarksReport.save_file). The same figures come out."""
+    import yaml
+
+    from registry.importers import import_result_file_with_findings
+
+    as_yaml = yaml.dump(doc_of(rel)).encode()
+    assert not as_yaml.lstrip().startswith(b"{")
+    from_json = load(rel)
+    for file_name in ("out/benchmarks.yaml", "out/benchmarks.yml", "out/report"):
+        from_yaml = import_result_file_with_findings(
+            as_yaml, file_name=file_name, workload="chat@v1", provider="h100@v1", replicas=1
+        )
+        assert len(from_yaml) == len(from_json)
+        for a, b in zip(from_yaml, from_json, strict=True):
+            assert a.evidence.tool == b.evidence.tool
+            assert a.evidence.measured_at == b.evidence.measured_at
+            assert a.evidence.offered == b.evidence.offered
+            assert a.evidence.results == b.evidence.results
+            assert a.evidence.missing == b.evidence.missing
+            assert a.evidence.raw_file is not None
+            assert a.evidence.raw_file.size_bytes == len(as_yaml)
+
+
+def test_a_broken_yaml_report_is_refused_naming_the_line() -> None:
+    from registry.importers import import_result_file
+
+    broken = b"benchmarks:\n  - metrics: {a: 1\n"
+    with pytest.raises(InvalidInput) as exc:
+        import_result_file(broken, file_name="benchmarks.yaml", workload="w", provider="p")
+    line = exc.value.one_line()
+    assert line.startswith("benchmarks.yaml: (file): not YAML (")
+    assert "at line 3" in line and "supported tools and formats" in line
+    aliased = b"args: &a {x: 1}\nbenchmarks: *a\n"
+    with pytest.raises(InvalidInput) as alias:
+        import_result_file(aliased, file_name="benchmarks.yaml", workload="w", provider="p")
+    assert "YAML aliases (*name) are not allowed" in alias.value.one_line()

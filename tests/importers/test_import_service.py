@@ -24,6 +24,7 @@ from tests.support.fixtures import shared
 MULTI_REL = "load-tests/guidellm/llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
 VLLM_REL = "load-tests/vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
 GENAI_REL = "load-tests/genai-perf/wellflat__k8s-dev__gpt-oss-20b-c1-sdk2501.json"
+# --measured-at for files that state no time; the real files here state their own.
 WHEN = datetime(2026, 11, 20, tzinfo=UTC)
 
 
@@ -61,7 +62,6 @@ def run_import(database: Database, *paths: Path, **kw: object) -> list[SubmitRes
         "workload": "chat-assistant",
         "provider": "llama31-8b-h100-vllm",
         "traffic_class": "interactive",
-        "measured_at": WHEN,
         "replicas": 1,
     }
     args.update(kw)
@@ -143,7 +143,14 @@ def test_unknown_format_says_what_was_expected(registry: Database, tmp_path: Pat
     with pytest.raises(InvalidInput) as error:
         run_import(registry, odd)
     line = error.value.one_line()
-    assert line.startswith("odd.json: (top level): supported tools and formats: vllm-bench:")
+    # What is wrong first, then what would be read.
+    assert line.startswith(
+        "odd.json: (top level): the file's shape matches no supported tool (top-level keys: "
+        "hello); supported tools and formats: vllm-bench:"
+    )
+    assert str(error.value) == (
+        "cannot import odd.json: the file's shape matches no supported tool (top-level keys: hello)"
+    )
     for tool in ("guidellm", "inference-perf", "genai-perf", "aiperf"):
         assert f"{tool}:" in line
     assert count(registry, "evidence") == 0
@@ -170,7 +177,7 @@ def test_file_without_a_time_needs_measured_at(registry: Database, GENAI: Path) 
         run_import(registry, GENAI, measured_at=None)
     assert error.value.problems[0].loc == "--measured-at"
     assert "--measured-at" in error.value.one_line()
-    (result,) = run_import(registry, GENAI, plan="chat-assistant-prod")
+    (result,) = run_import(registry, GENAI, plan="chat-assistant-prod", measured_at=WHEN)
     assert result.record.content["measured_at"] == "2026-11-20T00:00:00Z"
     assert result.record.references["plan"] == "chat-assistant-prod@v1"
 

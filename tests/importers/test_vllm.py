@@ -66,6 +66,30 @@ def test_vllm_legacy_summary_file() -> None:
     assert s.findings.mixed_priorities is False
 
 
+def test_vllm_summary_only_says_one_thing_about_lengths() -> None:
+    """A summary states token totals: mean lengths, no spread. The findings say exactly that,
+    once per length, and never "the file states no lengths" beside it."""
+    rel = "vllm-bench/llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas.json"
+    doc = json.loads(path_of(rel).read_bytes())
+    assert "input_lens" not in doc and doc["completed"] == 200
+    s = one(rel)
+    prompt, output = s.findings.prompt_tokens, s.findings.output_tokens
+    mean_prompt = doc["total_input_tokens"] / doc["completed"]
+    mean_output = doc["total_output_tokens"] / doc["completed"]
+    assert prompt.note == (
+        f"summary only: mean prompt {mean_prompt:g} tokens per completed request "
+        "(total_input_tokens / completed); no distribution, so no CV"
+    )
+    assert output.note is not None and f"mean output {mean_output:g} tokens" in output.note
+    assert (prompt.basis, prompt.cv, prompt.samples) == (CvBasis.unavailable, None, 200)
+    said = [prompt.note, output.note, *s.findings.notes]
+    assert not any("states no lengths" in (n or "") for n in said)
+    assert sum("summary only" in (n or "") for n in said) == 2  # once per length
+    # A file that states no totals either keeps "the file states no lengths".
+    fork = one("vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json")
+    assert fork.findings.prompt_tokens.note == "the file states no lengths"
+
+
 def test_vllm_date_read_as_utc_without_argument() -> None:
     rel = "vllm-bench/llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas.json"
     s = one(rel, measured_at=None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from registry.records.views import SubmitResult
 from registry.storage import migrate
 from registry.storage.database import Database
 from registry.storage.models import EvidenceRawDigestRow, RecordRow
-from tests.factories import example
+from tests.factories import example, vllm_summary
 from tests.support.fixtures import shared
 
 VLLM_REL = "load-tests/vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
@@ -222,3 +223,95 @@ def test_digests_of_evidence_stored_before_the_migration_are_backfilled(
         assert f"{WORKLOAD}@v2 changed materially" in caught.value.one_line()
     finally:
         database.engine.dispose()
+
+
+# ---- the measured time -------------------------------------------------------------------
+
+DECLARED_AT = "2026-11-24T14:05:00Z"  # the example's declared record: a 600 s run
+
+
+def declared_at(measured_at: str, name: str = "chat-assistant-rerun") -> dict[str, Any]:
+    """The example's declared record under another name, claiming the same raw file."""
+    document = copy.deepcopy(example("evidence"))
+    assert document["measured_at"] == DECLARED_AT
+    assert document["offered"]["duration_s"] == 600
+    document["name"] = name
+    document["measured_at"] = measured_at
+    return document
+
+
+def test_a_later_time_for_the_same_bytes_is_refused_naming_both(registry: Database) -> None:
+    declared = example("evidence")
+    submit(registry, "evidence", declared)
+    before = evidence_count(registry)
+    with pytest.raises(InvalidInput) as caught:
+        submit(registry, "evidence", declared_at("2026-12-24T14:05:00Z"))
+    error = caught.value
+    assert error.status_code == 422
+    assert str(error) == "raw file measured earlier than this record states"
+    (problem,) = error.problems
+    assert problem.loc == "measured_at"
+    digest = declared["raw_file"]["sha256"]
+    file_name = declared["raw_file"]["file_name"]
+    assert problem.message == (
+        f"2026-12-24T14:05:00+00:00 is later than {file_name} ({digest}) can support: evidence "
+        "chat-assistant-h100-mixed-2026-11@v1 states those bytes were measured at "
+        "2026-11-24T14:05:00+00:00 (a 600 s run), so at most 2026-11-24T14:20:00+00:00 (its end "
+        "plus 5 min); the same bytes cannot be newer evidence: run the test again and import "
+        "that result"
+    )
+    assert evidence_count(registry) == before  # nothing written
+
+
+def test_times_within_the_run_or_earlier_are_no_laundering(registry: Database) -> None:
+    submit(registry, "evidence", example("evidence"))
+    # The run's end plus 5 minutes is the latest these bytes support.
+    assert submit(registry, "evidence", declared_at("2026-11-24T14:20:00Z", "at-the-end")).created
+    # Older is not fresher: an earlier time is not refused.
+    assert submit(registry, "evidence", declared_at("2026-11-01T00:00:00Z", "older")).created
+
+
+def test_small_steps_forward_are_held_to_the_first_claim(registry: Database) -> None:
+    """Each version within 5 minutes of the one before would add up: the first claim rules."""
+    submit(registry, "evidence", example("evidence"))
+    assert submit(registry, "evidence", declared_at("2026-11-24T14:19:00Z", "step-1")).created
+    with pytest.raises(InvalidInput) as caught:
+        submit(registry, "evidence", declared_at("2026-11-24T14:30:00Z", "step-2"))
+    assert "evidence chat-assistant-h100-mixed-2026-11@v1 states" in caught.value.one_line()
+
+
+def test_an_imported_file_cannot_be_declared_younger(registry: Database, result_file: Path) -> None:
+    imported = run_import(registry, result_file)
+    content = imported.record.content
+    relabelled = copy.deepcopy(example("evidence"))
+    relabelled["name"] = "hand-made-from-the-same-file"
+    relabelled["raw_file"] = content["raw_file"]
+    relabelled["measured_at"] = "2026-11-24T14:05:00Z"  # a year and a half after the run
+    with pytest.raises(InvalidInput) as caught:
+        submit(registry, "evidence", relabelled)
+    (problem,) = caught.value.problems
+    assert problem.loc == "measured_at"
+    assert f"evidence {IMPORTED}@v1 states those bytes were measured at" in problem.message
+    assert content["measured_at"].replace("Z", "+00:00") in problem.message
+
+
+def test_the_runs_of_one_file_hours_apart_import_together(registry: Database) -> None:
+    """Every run of a multi-run file states its own time: the runs are not one another's
+    earlier claims, however far apart (a sweep restarts the server between runs)."""
+    start = datetime(2026, 11, 20, 8, 0, 0)
+    lines = [vllm_summary(end=start + timedelta(hours=3 * i), rate=2.0 + i) for i in range(3)]
+    data = b"\n".join(lines) + b"\n"
+    results = import_files(
+        registry,
+        [ImportFile(name="sweep.jsonl", data=data)],
+        ImportOptions(
+            workload=WORKLOAD, provider=PROVIDER, traffic_class="interactive", replicas=1
+        ),
+        principal="ci-bot",
+    )
+    assert [r.created for r in results] == [True, True, True]
+    assert [r.record.content["measured_at"] for r in results] == [
+        "2026-11-20T08:00:00Z",
+        "2026-11-20T11:00:00Z",
+        "2026-11-20T14:00:00Z",
+    ]
