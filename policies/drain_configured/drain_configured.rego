@@ -194,6 +194,48 @@ violations contains v if {
 	)
 }
 
+_largest_zone := max([n | some n in input.plan.replicas_per_zone]) if {
+	count(input.plan.replicas_per_zone) > 0
+} else := 0
+
+# METADATA
+# title: Disruption budget leaves the peak served after a zone loss
+# description: >-
+#   A node drain during the loss of the largest zone, the reserve the plan declares, still
+#   leaves the ready replicas the recomputation needs at peak: total_replicas - the largest
+#   zone's replicas - max_unavailable >= min_ready_replicas_at_peak. A budget that passes
+#   only with every zone up spends the zone reserve on voluntary evictions.
+# custom:
+#   severity: high
+#   guards: "checklist: scale-down drains active work safely"
+violations contains v if {
+	allowed := _drain.disruption_budget.max_unavailable
+	needed := input.recomputation.min_ready_replicas_at_peak
+	is_number(allowed)
+	is_number(needed)
+
+	# One zone has no zone reserve to spend: reserve_explicit judges that plan.
+	count(input.plan.replicas_per_zone) > 1
+	total := input.plan.total_replicas
+	total - allowed >= needed
+	left := (total - _largest_zone) - allowed
+	left < needed
+	may := (total - _largest_zone) - needed
+	v := result.violation(
+		_policy, "disruption_budget_spends_reserve", "high",
+		concat("", ["drain.disruption_budget.max_unavailable ", result.show(allowed), " with the largest zone (", result.show(_largest_zone), " replicas) lost leaves ", result.show(left), " of ", result.show(total), " replicas ready, fewer than the ", result.show(needed), " needed at peak: ", _may_allow(may)]),
+		{
+			"max_unavailable": allowed, "total_replicas": total, "largest_zone_replicas": _largest_zone,
+			"ready_after_zone_loss_and_drain": left, "min_ready_replicas_at_peak": needed,
+			"max_unavailable_allowed": max([may, 0]),
+		},
+	)
+}
+
+_may_allow(may) := concat("", ["set it to at most ", result.show(may)]) if may >= 1
+
+else := "no budget above 0 keeps the peak served through a zone loss; add replicas (replicas_per_zone) so that a node drain can proceed"
+
 # METADATA
 # title: Pre-stop waits out the tail
 # description: >-

@@ -121,3 +121,42 @@ test_fail_pre_stop_gives_up_before_the_tail if {
 		"details": {"pre_stop_timeout_s": 60, "tail_s": 95.30799999999999},
 	}} with input as inp
 }
+
+_zones := {"us-east1-b": 3, "us-east1-c": 3, "us-east1-d": 3}
+
+test_fail_disruption_budget_spends_the_zone_reserve if {
+	# 9 - 5 = 4 ready with every zone up; with the largest zone (3) lost, 1.
+	inp := object.union(_input, {
+		"plan": {"total_replicas": 9, "replicas_per_zone": _zones, "drain": {"disruption_budget": {"max_unavailable": 5}}},
+		"recomputation": {"min_ready_replicas_at_peak": 4},
+	})
+	drain_configured.violations == {{
+		"policy": "drain_configured", "rule": "disruption_budget_spends_reserve", "severity": "high",
+		"message": "drain.disruption_budget.max_unavailable 5 with the largest zone (3 replicas) lost leaves 1 of 9 replicas ready, fewer than the 4 needed at peak: set it to at most 2",
+		"details": {
+			"max_unavailable": 5, "total_replicas": 9, "largest_zone_replicas": 3,
+			"ready_after_zone_loss_and_drain": 1, "min_ready_replicas_at_peak": 4,
+			"max_unavailable_allowed": 2,
+		},
+	}} with input as inp
+}
+
+test_success_disruption_budget_within_the_zone_reserve if {
+	inp := object.union(_input, {
+		"plan": {"total_replicas": 9, "replicas_per_zone": _zones, "drain": {"disruption_budget": {"max_unavailable": 2}}},
+		"recomputation": {"min_ready_replicas_at_peak": 4},
+	})
+	drain_configured.violations == set() with input as inp
+}
+
+test_fail_no_budget_fits_the_zone_reserve if {
+	# 6 survive the zone and 6 are needed: even one eviction goes below the peak.
+	inp := object.union(_input, {
+		"plan": {"total_replicas": 9, "replicas_per_zone": _zones},
+		"recomputation": {"min_ready_replicas_at_peak": 6},
+	})
+	some v in drain_configured.violations with input as inp
+	v.rule == "disruption_budget_spends_reserve"
+	v.details.max_unavailable_allowed == 0
+	endswith(v.message, "no budget above 0 keeps the peak served through a zone loss; add replicas (replicas_per_zone) so that a node drain can proceed")
+}

@@ -29,7 +29,8 @@ from registry.gate.input_document import (
     WorkloadClassInput,
     WorkloadInput,
 )
-from registry.planner.result import PlanRecomputation
+from registry.gate.kv_tail import kv_scenarios
+from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
 from registry.records.common import Basis, Distribution
 from registry.records.evidence import ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
@@ -37,8 +38,6 @@ from registry.staleness.rules import Change
 
 if TYPE_CHECKING:
     from registry.manifests.consistency import StatedManifests
-
-SCENARIOS = ("peak", "one_worker_lost", "largest_zone_lost")
 
 
 def _measured(distribution: Distribution | None) -> bool:
@@ -304,16 +303,9 @@ def _tp_latency_gain(result: PlanRecomputation, tensor_parallel: int) -> dict[st
 
 def _memory(result: PlanRecomputation, context: PlanContext) -> MemoryInput:
     memory = result.memory
-    peak = result.scenarios["peak"]
-    # Little's law per class: in flight = arrival rate x time in the system. The median
-    # stands in for the mean; the p99 context stands in for every request's (conservative).
-    in_flight = 0.0
-    for traffic_class in context.workload.classes:
-        predicted = peak.per_class.get(traffic_class.name)
-        if predicted is None or predicted.e2e_p50_ms is None or peak.ready_replicas <= 0:
-            continue
-        rate = traffic_class.arrival.peak_rps / peak.ready_replicas
-        in_flight += rate * predicted.e2e_p50_ms / 1000.0
+    scenarios = kv_scenarios(result, context.workload)
+    peak = scenarios.get("peak")
+    in_service = peak.in_service_per_replica if peak is not None else None
     return MemoryInput(
         fits=memory.fits,
         reason=memory.reason,
@@ -326,7 +318,8 @@ def _memory(result: PlanRecomputation, context: PlanContext) -> MemoryInput:
         kv_cache_gib=round(memory.kv_cache_gib, 3),
         kv_tokens=memory.kv_tokens,
         kv_concurrency_at_p99_context=memory.max_concurrency_at_p99_context,
-        concurrency_needed_at_peak=round(in_flight, 2),
+        concurrency_needed_at_peak=in_service or 0.0,
+        scenarios=scenarios,
     )
 
 
@@ -388,7 +381,7 @@ def recomputation_input(
         / max(result.scenarios["largest_zone_lost"].ready_replicas, 1),
         longest_stream_s=round(_longest_stream_s(result, context.workload), 3),
         e2e_p99_ms_max=max(e2e, default=0.0),
-        scenarios={name: _scenario(result, name) for name in SCENARIOS},
+        scenarios={name: _scenario(result, name) for name in SCENARIO_NAMES},
         claims_check=claims,
         **_tp_latency_gain(result, context.plan.parallelism.tensor_parallel),
     )

@@ -198,6 +198,31 @@ class ContextFitInput(_Doc):
     )
 
 
+class KvScenarioInput(_Doc):
+    """What one replica's KV cache must hold in one failure scenario at peak."""
+
+    ready_replicas: int
+    in_service_per_replica: float | None = Field(
+        description="Requests holding KV per ready replica (Little's law on the scenario's "
+        "simulation: rate per replica x mean time in service); null when unknown."
+    )
+    in_service_kv_tokens: int | None = Field(
+        default=None,
+        description="KV tokens those requests hold at the p99 of their summed contexts "
+        "(N x mean context + 2.326 x sqrt(N) x its standard deviation, per class).",
+    )
+    p99_concurrency_per_replica: float | None = Field(
+        description="The workload's measured p99 requests in flight (summed over classes) per "
+        "ready replica; null when the workload measures no concurrency."
+    )
+    p99_concurrency_kv_tokens: int | None = Field(
+        description="KV tokens those requests hold at the p99 of their summed contexts "
+        "(N x mean context + 2.326 x sqrt(N) x its standard deviation)."
+    )
+    preemptions: int = Field(description="Preemptions in the scenario's simulation.")
+    preemption_rate: float = Field(description="Preemptions per simulated request in the scenario.")
+
+
 class MemoryInput(_Doc):
     """One replica's memory as vLLM sizes it at start-up (per GPU), and what peak needs."""
 
@@ -216,8 +241,14 @@ class MemoryInput(_Doc):
         "(the smallest over classes)."
     )
     concurrency_needed_at_peak: float = Field(
-        description="Requests in flight per ready replica at peak (Little's law: each class's "
-        "peak rate per replica x its predicted median end-to-end time)."
+        description="Requests in service per ready replica at peak with every replica ready "
+        "(Little's law: each class's peak rate per replica x its mean time in service)."
+    )
+    scenarios: dict[str, KvScenarioInput] = Field(
+        default_factory=dict,
+        description="The same need in each failure scenario (peak, one_worker_lost, "
+        "largest_zone_lost), with the workload's measured concurrency and the simulation's "
+        "preemptions.",
     )
 
 

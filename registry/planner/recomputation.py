@@ -9,6 +9,7 @@ import numpy as np
 
 from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.catalog import resolve_model
+from registry.planner.kv_need import p99_kv_tokens
 from registry.planner.memory import MemoryFit
 from registry.planner.progress import Progress, current
 from registry.planner.result import (
@@ -16,6 +17,7 @@ from registry.planner.result import (
     ClaimCheck,
     ClaimsCheck,
     ContextFit,
+    ContextMoments,
     Cost,
     LoadPoint,
     Memory,
@@ -26,7 +28,7 @@ from registry.planner.result import (
     StepFigures,
     TPOption,
 )
-from registry.planner.sampling import context_overflow_share, p99_of
+from registry.planner.sampling import context_overflow_share, draw_lengths, p99_of
 from registry.planner.search import MAX_SHED_RATE, Evaluation, Evaluator
 from registry.planner.step_time import Efficiency
 from registry.planner.unknowns import unknown_notes
@@ -45,9 +47,11 @@ CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 # The report's judgement of claims; the gate decides with the policy data's
 # claims_max_relative_error, which a test keeps equal to this.
 CLAIM_TOLERANCE = 0.2
+# Requests drawn per class to estimate the mean and spread of its context; seeded.
+CONTEXT_DRAWS = 20_000
 
 
-def _memory(m: MemoryFit) -> Memory:
+def _memory(m: MemoryFit, moments: dict[str, ContextMoments]) -> Memory:
     return Memory(
         tensor_parallel=m.tensor_parallel,
         total_gib=m.total_gib,
@@ -65,6 +69,7 @@ def _memory(m: MemoryFit) -> Memory:
         concurrency_by_class=dict(m.concurrency_by_class),
         fits=m.fits,
         reason=m.reason,
+        context_tokens=moments,
     )
 
 
@@ -79,6 +84,7 @@ def _scenario(
     load: float,
     notes: list[str],
     workload: WorkloadProfile,
+    moments: dict[str, ContextMoments],
     reason: str = "",
 ) -> Scenario:
     if ev is None:
@@ -104,6 +110,9 @@ def _scenario(
             notes=notes,
         )
     sim = ev.sim
+    by_class = _in_service_by_class(workload, ev, ready)
+    in_service = None if by_class is None else sum(by_class.values())
+    tokens = None if by_class is None else p99_kv_tokens(by_class, moments)
     return Scenario(
         name=name,
         ready_replicas=ready,
@@ -124,6 +133,8 @@ def _scenario(
         waiting_mean_per_replica=round(sim.waiting_mean_per_replica, 3),
         retry_amplification=round(sim.attempts / max(1, sim.originals), 4),
         simulated_requests=sim.simulated_requests,
+        in_service_per_replica=None if in_service is None else round(in_service, 2),
+        in_service_kv_tokens=tokens,
         notes=notes,
     )
 
@@ -153,23 +164,48 @@ def _tp_candidates(ev: Evaluator, plan_tp: int) -> list[int]:
     return sorted(set(chosen)) or [plan_tp]
 
 
-def _in_service_per_replica(ev: Evaluator, at: Evaluation, replicas: int) -> float | None:
-    """Requests holding KV blocks on one replica at peak, by Little's law.
+def _in_service_by_class(
+    workload: WorkloadProfile, at: Evaluation, replicas: int
+) -> dict[str, float] | None:
+    """Requests of each class holding KV blocks on one replica at peak, by Little's law.
 
     Each class adds its peak rate per replica times its mean time in service: end-to-end
-    minus queue wait, since a queued request holds no KV. None when a class completed
-    nothing (its time in service is unbounded).
+    minus queue wait, since a queued request holds no KV. The mean, not the median: a
+    long-tailed e2e has its mean well above its median, and Little's law needs the mean.
+    None when a class completed nothing (its time in service is unbounded).
     """
-    total = 0.0
-    for cls in ev.workload.classes:
+    if replicas <= 0:
+        return None
+    out: dict[str, float] = {}
+    for cls in workload.classes:
         st = at.sim.per_class[cls.name]
         if st.completed == 0:
             return None
         if not st.e2e:  # every completion was a cancellation: no full request to time
+            out[cls.name] = 0.0
             continue
         service = float(np.mean(st.e2e)) - (float(np.mean(st.queue)) if st.queue else 0.0)
-        total += cls.arrival.peak_rps / replicas * max(service, 0.0)
-    return total
+        out[cls.name] = cls.arrival.peak_rps / replicas * max(service, 0.0)
+    return out
+
+
+def _in_service_per_replica(
+    workload: WorkloadProfile, at: Evaluation, replicas: int
+) -> float | None:
+    by_class = _in_service_by_class(workload, at, replicas)
+    return None if by_class is None else sum(by_class.values())
+
+
+def context_moments(workload: WorkloadProfile) -> dict[str, ContextMoments]:
+    """Each class's context mean and spread, from a seeded draw of its (joint) lengths."""
+    out: dict[str, ContextMoments] = {}
+    for cls in workload.classes:
+        prompt, output = draw_lengths(cls, CONTEXT_DRAWS, np.random.default_rng(99))
+        context = prompt.astype(float) + output.astype(float)
+        out[cls.name] = ContextMoments(
+            mean=round(float(context.mean()), 1), sd=round(float(context.std()), 1)
+        )
+    return out
 
 
 def _ms_or_unknown(value: float | None) -> str:
@@ -209,7 +245,7 @@ def _equal_gpu_comparison(
     for option in (chosen, single):
         replicas = gpus // option.tensor_parallel
         at = ev.run(option.tensor_parallel, replicas)
-        need = _in_service_per_replica(ev, at, replicas)
+        need = _in_service_per_replica(ev.workload, at, replicas)
         kv = option.kv_concurrency_at_p99_context or 0
         out[index[option.tensor_parallel]] = option.model_copy(
             update={
@@ -259,18 +295,24 @@ def _claim(claimed: float | None, predicted: float | None) -> ClaimCheck:
     )
 
 
-def replicas_per_zone_required(r_min: int, n_zones: int, headroom: int) -> int:
+def replicas_per_zone_required(r_min: int, n_zones: int, headroom: int, disruption: int = 0) -> int:
     """Replicas per zone the gate requires of a plan that needs ``r_min`` ready at peak.
 
     One computation for the planner's recommendation and the policies it must pass:
-    reserve_explicit (the largest zone or one worker lost still leaves ``r_min`` ready) and
-    warm_replica_exclusion (``r_min`` plus the warm-up headroom in total). One zone cannot
+    reserve_explicit (the largest zone or one worker lost still leaves ``r_min`` ready),
+    warm_replica_exclusion (``r_min`` plus the warm-up headroom in total) and
+    drain_configured (a node drain of ``disruption`` replicas, the plan's disruption
+    budget, while the largest zone is lost still leaves ``r_min``). One zone cannot
     survive its own loss; it keeps one spare worker.
     """
     if n_zones <= 1:
         return r_min + max(1, headroom)
     per_zone = math.ceil(r_min / (n_zones - 1))
-    while n_zones * per_zone - 1 < r_min or n_zones * per_zone < r_min + headroom:
+    while (
+        n_zones * per_zone - 1 < r_min
+        or n_zones * per_zone < r_min + headroom
+        or (n_zones - 1) * per_zone - disruption < r_min
+    ):
         per_zone += 1
     return per_zone
 
@@ -424,7 +466,10 @@ def recompute(
             for c in workload.classes
         )
         headroom = math.ceil(rise_total / per_replica - 1e-9)
-        per_zone = replicas_per_zone_required(r_min, n_zones, headroom)
+        budget = plan.drain.disruption_budget if plan.drain is not None else None
+        per_zone = replicas_per_zone_required(
+            r_min, n_zones, headroom, budget.max_unavailable if budget is not None else 0
+        )
         recommended = {z: per_zone for z in zones}
         rec_total = per_zone * n_zones
         reserve = rec_total - r_min
@@ -450,6 +495,7 @@ def recompute(
 
     # --- the plan's failure scenarios at peak ----------------------------------------------
     scenarios: dict[str, Scenario] = {}
+    moments = context_moments(workload)
     for name, lost, note in (
         ("peak", 0, "all of the plan's replicas ready"),
         ("one_worker_lost", 1, "one worker lost; replicas are assumed spread one per worker"),
@@ -467,6 +513,7 @@ def recompute(
                 load=1.0,
                 notes=[note],
                 workload=workload,
+                moments=moments,
                 reason=plan_mem.reason,
             )
             continue
@@ -485,6 +532,7 @@ def recompute(
             load=1.0,
             notes=scenario_notes,
             workload=workload,
+            moments=moments,
         )
     slo_met = all(s.slo_met for s in scenarios.values())
     for s in scenarios.values():
@@ -510,8 +558,10 @@ def recompute(
         ready_floor = min(r_min, r_mean + headroom)
         floor_per_zone = math.ceil(ready_floor / (n_zones - 1)) if n_zones > 1 else ready_floor + 1
         # The gate's floor (warm_replica_exclusion): a zone can fail at peak, and replicas
-        # started then are warming, not ready; so never below the peak plus a whole zone.
-        min_replicas = max(floor_per_zone * n_zones, r_min + max(recommended.values()))
+        # started then are warming, not ready; so never below the peak plus a whole zone,
+        # nor below the peak plus the reserve the recommendation declares.
+        largest = max(recommended.values())
+        min_replicas = max(floor_per_zone * n_zones, r_min + max(largest, reserve or 0))
     else:
         min_replicas = plan_total
     max_replicas = max(min_replicas, (rec_total or plan_total) + (r_min or 0))
@@ -679,7 +729,7 @@ def recompute(
             sources=list(shape.sources),
             notes=list(shape.notes),
         ),
-        memory=_memory(plan_mem),
+        memory=_memory(plan_mem, moments),
         step_time=figures,
         sizing=sizing,
         slos={c.name: c.slo.model_dump() for c in workload.classes},

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The failure scenarios every recomputation runs at peak, in this order.
+SCENARIO_NAMES = ("peak", "one_worker_lost", "largest_zone_lost")
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -62,7 +65,25 @@ class Scenario(_Out):
     waiting_mean_per_replica: float
     retry_amplification: float = Field(description="Attempts per original request.")
     simulated_requests: int
+    in_service_per_replica: float | None = Field(
+        default=None,
+        description="Requests holding KV cache on one ready replica (Little's law: each "
+        "class's rate per replica x its mean time in service, e2e minus queue wait); null "
+        "when a class completed nothing or no replica is ready.",
+    )
+    in_service_kv_tokens: int | None = Field(
+        default=None,
+        description="KV tokens those requests hold on one replica at the p99 of the sum of "
+        "their contexts (registry/planner/kv_need.py).",
+    )
     notes: list[str] = Field(default_factory=list)
+
+
+class ContextMoments(_Out):
+    """Mean and standard deviation of one request's context (prompt + full output)."""
+
+    mean: float
+    sd: float
 
 
 class Memory(_Out):
@@ -82,6 +103,11 @@ class Memory(_Out):
     concurrency_by_class: dict[str, int]
     fits: bool
     reason: str
+    context_tokens: dict[str, ContextMoments] = Field(
+        default_factory=dict,
+        description="Per class, the mean and spread of one request's context, from the "
+        "workload's (joint) length distributions: what requests in flight hold in KV.",
+    )
 
 
 class TPOption(_Out):

@@ -32,6 +32,7 @@ MEANINGS: dict[str, str] = {
     "evidence_min_arrival_cv_share": "a test's inter-arrival CV over the workload's, at least",
     "evidence_min_prompt_p99_share": "a test's prompt p99 over the workload's, at least",
     "hpa_default_scale_down_stabilization_s": "window assumed when autoscaling declares none",
+    "kv_max_preemption_rate": "share of simulated requests preempted per failure scenario",
     "load_test_min_output_tokens_cv": "output-length CV a test must exceed",
     "load_test_min_priority_classes": "priority classes a test must offer together",
     "load_test_min_prompt_tokens_cv": "prompt-length CV a test must exceed",

@@ -152,4 +152,6 @@ def test_success_a_plan_taking_the_recommendation_is_allowed(
     document = gate_input(plan_context(final, workload, provider), result).model_dump(mode="json")
     document["evidence"] = [matching_evidence(document, result)]
     decision = ENGINE.decide(document)
-    assert decision.allow, [f"{v.policy}.{v.rule}: {v.message}" for v in decision.violations]
+    assert decision.allow, "\n".join(
+        f"{v.policy}.{v.rule}: {v.message}" for v in decision.violations
+    )

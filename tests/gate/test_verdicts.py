@@ -92,17 +92,45 @@ def test_max_model_len_below_the_p99_context_is_denied_naming_the_field(
 def test_kv_cache_too_small_for_the_peak_is_denied_by_memory_fit(
     registry: Database, engine: EmbeddedEngine
 ) -> None:
-    """gpu_memory_utilization 0.3: the weights fit, one request fits, the peak does not."""
+    """gpu_memory_utilization 0.3: the weights fit, one request fits, the load does not."""
     plan = example("plan")
     plan["serving"]["gpu_memory_utilization"] = 0.3
     register(registry, plan=plan)
     decision = gate(registry, engine)
     assert decision.outcome is Outcome.deny
-    memory = violations(decision)["memory_fit/kv_cache_below_peak_concurrency"]
-    details = memory["details"]
+    rules = violations(decision)
+    measured = rules["memory_fit/kv_cache_below_p99_concurrency"]
+    details = measured["details"]
     assert details["gpu_memory_utilization"] == 0.3
-    assert details["kv_concurrency_at_p99_context"] < details["concurrency_needed_at_peak"]
-    assert "raise serving.gpu_memory_utilization" in memory["message"]
+    assert details["kv_tokens"] < details["p99_concurrency_kv_tokens"]
+    assert "raise serving.gpu_memory_utilization" in measured["message"]
+
+
+def test_kv_cache_that_holds_the_healthy_peak_but_not_a_zone_loss_is_denied(
+    registry: Database, engine: EmbeddedEngine
+) -> None:
+    """gpu_memory_utilization 0.39: the KV cache holds what every scenario has in service
+    and the workload's p99 concurrency over all 9 replicas, not that concurrency over the
+    6 survivors of a zone loss. The all-healthy, median-based check allowed it."""
+    plan = example("plan")
+    plan["serving"]["gpu_memory_utilization"] = 0.39
+    register(registry, plan=plan)
+    decision = gate(registry, engine)
+    assert decision.outcome is Outcome.deny
+    rules = violations(decision)
+    assert "memory_fit/kv_cache_below_peak_concurrency" not in rules
+    details = rules["memory_fit/kv_cache_below_p99_concurrency"]["details"]
+    assert details["scenario"] == "largest_zone_lost"
+    assert details["ready_replicas"] == 6
+    with registry.reading() as session:
+        stored = session.get(DecisionRow, decision.id)
+        assert stored is not None
+        memory = json.loads(stored.input)["recomputation"]["memory"]
+    scenarios = memory["scenarios"]
+    assert scenarios["peak"]["p99_concurrency_kv_tokens"] <= memory["kv_tokens"]
+    assert scenarios["largest_zone_lost"]["p99_concurrency_kv_tokens"] > memory["kv_tokens"]
+    # The old rule: requests at the p99 context against the all-healthy need.
+    assert memory["kv_concurrency_at_p99_context"] > 12.62
 
 
 def _constant_rate(doc: dict[str, Any]) -> None:

@@ -152,6 +152,13 @@ def drain_configured__budget_lets_all_go(doc: Doc) -> list[str]:
     return ["drain_configured/disruption_budget_too_loose"]
 
 
+def drain_configured__budget_spends_zone_reserve(doc: Doc) -> list[str]:
+    """max_unavailable 3 keeps 6 of 9 ready with every zone up (4 needed at peak), but a
+    node drain while the largest zone (3) is lost leaves 3: the budget spends the reserve."""
+    doc["plan"]["drain"]["disruption_budget"]["max_unavailable"] = 3
+    return ["drain_configured/disruption_budget_spends_reserve"]
+
+
 def drain_configured__pre_stop_gives_up_early(doc: Doc) -> list[str]:
     """The pre-stop hook stops waiting after 60 s; the in-flight tail is 95 s."""
     doc["plan"]["drain"]["pre_stop"]["timeout_s"] = 60
@@ -442,7 +449,9 @@ def tail_slo__no_claims(doc: Doc) -> list[str]:
 
 
 def memory_fit__kv_below_peak_concurrency(doc: Doc) -> list[str]:
-    """gpu_memory_utilization 0.3 leaves 7.8 GiB of KV: 7 requests at the p99 context."""
+    """gpu_memory_utilization 0.3 leaves 7.8 GiB of KV, 63984 tokens: the 16.9 requests in
+    service at peak fit (46147 tokens), not the 32 of a zone loss (79404) nor the
+    workload's p99 concurrency (100072 with every replica ready)."""
     doc["plan"]["serving"]["gpu_memory_utilization"] = 0.3
     doc["recomputation"]["memory"].update(
         gpu_memory_utilization=0.3,
@@ -451,7 +460,56 @@ def memory_fit__kv_below_peak_concurrency(doc: Doc) -> list[str]:
         kv_tokens=63984,
         kv_concurrency_at_p99_context=7,
     )
+    return [
+        "memory_fit/kv_cache_below_peak_concurrency",
+        "memory_fit/kv_cache_below_p99_concurrency",
+    ]
+
+
+def memory_fit__kv_short_after_zone_loss(doc: Doc) -> list[str]:
+    """The KV cache (70000 tokens) holds the requests in service with all 9 replicas ready
+    (46147 tokens) but not the 79404 each of the 6 survivors holds once a zone is lost; the
+    workload's concurrency was measured off-peak, so its p99 does not show it. The old
+    median-based, all-healthy check allowed it."""
+    doc["plan"]["serving"]["gpu_memory_utilization"] = 0.43
+    memory = doc["recomputation"]["memory"]
+    memory.update(
+        gpu_memory_utilization=0.43,
+        usable_gib=34.4,
+        kv_cache_gib=8.545,
+        kv_tokens=70000,
+        kv_concurrency_at_p99_context=7,
+    )
+    for name, tokens in (("peak", 30000), ("one_worker_lost", 34000), ("largest_zone_lost", 45000)):
+        memory["scenarios"][name]["p99_concurrency_kv_tokens"] = tokens
     return ["memory_fit/kv_cache_below_peak_concurrency"]
+
+
+def memory_fit__kv_below_p99_concurrency(doc: Doc) -> list[str]:
+    """The requests in service fit every scenario, but the workload measures a p99 of 900
+    interactive requests in flight (not 260): over 6 survivors their contexts need 290 k KV
+    tokens of the replica's 183 k."""
+    doc["plan"]["serving"]["gpu_memory_utilization"] = 0.42
+    memory = doc["recomputation"]["memory"]
+    memory.update(
+        gpu_memory_utilization=0.42,
+        usable_gib=33.6,
+        kv_cache_gib=22.411,
+        kv_tokens=183584,
+        kv_concurrency_at_p99_context=20,
+    )
+    memory["scenarios"]["largest_zone_lost"].update(
+        p99_concurrency_per_replica=168.33, p99_concurrency_kv_tokens=290412
+    )
+    return ["memory_fit/kv_cache_below_p99_concurrency"]
+
+
+def memory_fit__simulation_preempts(doc: Doc) -> list[str]:
+    """The planner's simulation of the one-worker-lost scenario preempts 3 % of requests."""
+    doc["recomputation"]["memory"]["scenarios"]["one_worker_lost"].update(
+        preemptions=240, preemption_rate=0.0304
+    )
+    return ["memory_fit/preemptions_above_threshold"]
 
 
 def memory_fit__does_not_fit(doc: Doc) -> list[str]:
@@ -606,6 +664,7 @@ CASES: list[Callable[[Doc], list[str]]] = [
     drain_configured__short_grace_period,
     drain_configured__no_drain_hooks,
     drain_configured__budget_lets_all_go,
+    drain_configured__budget_spends_zone_reserve,
     drain_configured__pre_stop_gives_up_early,
     admission_configured__autoscaling_on_cpu,
     warm_replica_exclusion__warming_counted,
@@ -631,6 +690,9 @@ CASES: list[Callable[[Doc], list[str]]] = [
     tail_slo__max_model_len_below_p99_context,
     tail_slo__no_claims,
     memory_fit__kv_below_peak_concurrency,
+    memory_fit__kv_short_after_zone_loss,
+    memory_fit__kv_below_p99_concurrency,
+    memory_fit__simulation_preempts,
     memory_fit__does_not_fit,
     distributions_measured__forty_samples,
     distributions_measured__collapsed_output,
