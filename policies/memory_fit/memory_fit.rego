@@ -189,7 +189,7 @@ violations contains v if {
 	s := _kv_scenarios[name]
 	v := result.violation(
 		_policy, "preemptions_above_threshold", "high",
-		concat("", ["the planner's simulation ", _scenario_label[name], " (", result.show(s.ready_replicas), " replicas) preempts ", result.show(s.preemptions), " requests, ", result.show(s.preemption_rate * 100), " % of those it ran, above thresholds.kv_max_preemption_rate ", result.show(_max_preemption_rate * 100), " %: the KV cache runs out; raise serving.gpu_memory_utilization or parallelism.tensor_parallel, or add replicas (replicas_per_zone)"]),
+		concat("", ["the planner's simulation ", _scenario_label[name], " (", result.show(s.ready_replicas), " replicas) preempts ", result.show(s.preemptions), " requests, a share of ", result.show(s.preemption_rate), " of those it ran, above thresholds.kv_max_preemption_rate ", result.show(_max_preemption_rate), ": the KV cache runs out; raise serving.gpu_memory_utilization or parallelism.tensor_parallel, or add replicas (replicas_per_zone)"]),
 		object.union(_breakdown, {
 			"scenario": name,
 			"ready_replicas": s.ready_replicas,

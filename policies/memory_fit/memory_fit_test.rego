@@ -111,7 +111,7 @@ test_fail_simulation_preempts if {
 	inp := _with_scenarios({"one_worker_lost": _scenario(8, 20.07, 46.25, 113000, 240, 0.0304)})
 	[[v.rule, v.details.preemptions, v.details.max_preemption_rate] | some v in memory_fit.violations] == [["preemptions_above_threshold", 240, 0.01]] with input as inp
 	some v in memory_fit.violations with input as inp
-	contains(v.message, "preempts 240 requests, 3.04 % of those it ran, above thresholds.kv_max_preemption_rate 1 %")
+	contains(v.message, "preempts 240 requests, a share of 0.03 of those it ran, above thresholds.kv_max_preemption_rate 0.01")
 }
 
 test_success_preemptions_at_the_threshold if {

@@ -219,8 +219,10 @@ class KvScenarioInput(_Doc):
         description="KV tokens those requests hold at the p99 of their summed contexts "
         "(N x mean context + 2.326 x sqrt(N) x its standard deviation)."
     )
-    preemptions: int = Field(description="Preemptions in the scenario's simulation.")
-    preemption_rate: float = Field(description="Preemptions per simulated request in the scenario.")
+    preemptions: int = Field(ge=0, description="Preemptions in the scenario's simulation.")
+    preemption_rate: float = Field(
+        ge=0, description="Preemptions per simulated request in the scenario."
+    )
 
 
 class MemoryInput(_Doc):
