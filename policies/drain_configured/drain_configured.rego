@@ -14,6 +14,7 @@
 package capgate.policies.drain_configured
 
 import data.capgate.lib.evidence
+import data.capgate.lib.plan
 import data.capgate.lib.result
 
 _policy := "drain_configured"
@@ -194,9 +195,7 @@ violations contains v if {
 	)
 }
 
-_largest_zone := max([n | some n in input.plan.replicas_per_zone]) if {
-	count(input.plan.replicas_per_zone) > 0
-} else := 0
+_largest_zone := plan.largest_zone_replicas
 
 # METADATA
 # title: Disruption budget leaves the peak served after a zone loss

@@ -16,6 +16,7 @@
 package capgate.policies.warm_replica_exclusion
 
 import data.capgate.lib.evidence
+import data.capgate.lib.plan
 import data.capgate.lib.result
 
 _policy := "warm_replica_exclusion"
@@ -36,9 +37,7 @@ _declared_reserve := r if {
 	is_number(r)
 } else := 0
 
-_largest_zone := max([n | some n in input.plan.replicas_per_zone]) if {
-	count(input.plan.replicas_per_zone) > 0
-} else := 0
+_largest_zone := plan.largest_zone_replicas
 
 _reserve_replicas := max([_declared_reserve, _largest_zone])
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from registry.records.documents import load_document, validate_record
 from registry.records.kinds import RecordKind
 from registry.storage.database import Database
 from tests.api.test_gate_api import register, settings
+from tests.manifests.helpers import edited_example_manifests
 from tests.support.auth import client_for, token_for
 from tests.support.opa_server import running_capgate
 
@@ -40,26 +40,18 @@ def example_plan() -> dict[str, Any]:
 def drifted(tmp_path: Path) -> Path:
     """A copy of the example's manifests that drifts from its plan: 12 replicas, a 30 s
     grace period, TP=2 on two GPUs and an HPA on running requests."""
-    folder = tmp_path / "k8s"
-    folder.mkdir()
-    for name in ("deployment.yaml", "hpa.yaml", "pdb.yaml"):
-        shutil.copyfile(K8S / name, folder / name)
-    deployment = folder / "deployment.yaml"
-    text = deployment.read_text(encoding="utf-8")
-    for old, new in (
-        ("  replicas: 9\n", "  replicas: 12\n"),
-        ("terminationGracePeriodSeconds: 300", "terminationGracePeriodSeconds: 30"),
-        ("--tensor-parallel-size=1", "--tensor-parallel-size=2"),
-        ("nvidia.com/gpu: 1}", "nvidia.com/gpu: 2}"),
-    ):
-        assert old in text, old
-        text = text.replace(old, new)
-    deployment.write_text(text, encoding="utf-8")
-    hpa = folder / "hpa.yaml"
-    text = hpa.read_text(encoding="utf-8")
-    assert '"vllm:num_requests_waiting"' in text
-    hpa.write_text(text.replace("num_requests_waiting", "num_requests_running"), encoding="utf-8")
-    return folder
+    return edited_example_manifests(
+        tmp_path,
+        {
+            "deployment.yaml": [
+                ("  replicas: 9\n", "  replicas: 12\n"),
+                ("terminationGracePeriodSeconds: 300", "terminationGracePeriodSeconds: 30"),
+                ("--tensor-parallel-size=1", "--tensor-parallel-size=2"),
+                ("nvidia.com/gpu: 1}", "nvidia.com/gpu: 2}"),
+            ],
+            "hpa.yaml": [('"vllm:num_requests_waiting"', '"vllm:num_requests_running"')],
+        },
+    )
 
 
 def line_of(path: Path, needle: str) -> int:

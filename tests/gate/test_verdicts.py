@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from registry.gate.service import check
 from registry.gate.views import DecisionView, Outcome
 from registry.policy.embedded import EmbeddedEngine
 from registry.storage import migrate
 from registry.storage.database import Database
-from registry.storage.models import DecisionRow
+from registry.storage.models import DecisionRow, RecomputationRow
 from tests.factories import example, import_example_evidence
 from tests.gate.test_gate_flow import LIMITS, NOW, submit
 
@@ -89,16 +90,23 @@ def test_max_model_len_below_the_p99_context_is_denied_naming_the_field(
     assert "raise serving.max_model_len to at least 9100" in batch["message"]
 
 
+def _denied_at_utilization(
+    registry: Database, engine: EmbeddedEngine, utilization: float
+) -> tuple[DecisionView, dict[str, dict[str, Any]]]:
+    """The example with a smaller KV cache: registered, checked, denied."""
+    plan = example("plan")
+    plan["serving"]["gpu_memory_utilization"] = utilization
+    register(registry, plan=plan)
+    decision = gate(registry, engine)
+    assert decision.outcome is Outcome.deny
+    return decision, violations(decision)
+
+
 def test_kv_cache_too_small_for_the_peak_is_denied_by_memory_fit(
     registry: Database, engine: EmbeddedEngine
 ) -> None:
     """gpu_memory_utilization 0.3: the weights fit, one request fits, the load does not."""
-    plan = example("plan")
-    plan["serving"]["gpu_memory_utilization"] = 0.3
-    register(registry, plan=plan)
-    decision = gate(registry, engine)
-    assert decision.outcome is Outcome.deny
-    rules = violations(decision)
+    _, rules = _denied_at_utilization(registry, engine, 0.3)
     measured = rules["memory_fit/kv_cache_below_p99_concurrency"]
     details = measured["details"]
     assert details["gpu_memory_utilization"] == 0.3
@@ -112,12 +120,7 @@ def test_kv_cache_that_holds_the_healthy_peak_but_not_a_zone_loss_is_denied(
     """gpu_memory_utilization 0.39: the KV cache holds what every scenario has in service
     and the workload's p99 concurrency over all 9 replicas, not that concurrency over the
     6 survivors of a zone loss. The all-healthy, median-based check allowed it."""
-    plan = example("plan")
-    plan["serving"]["gpu_memory_utilization"] = 0.39
-    register(registry, plan=plan)
-    decision = gate(registry, engine)
-    assert decision.outcome is Outcome.deny
-    rules = violations(decision)
+    decision, rules = _denied_at_utilization(registry, engine, 0.39)
     assert "memory_fit/kv_cache_below_peak_concurrency" not in rules
     details = rules["memory_fit/kv_cache_below_p99_concurrency"]["details"]
     assert details["scenario"] == "largest_zone_lost"
@@ -129,8 +132,20 @@ def test_kv_cache_that_holds_the_healthy_peak_but_not_a_zone_loss_is_denied(
     scenarios = memory["scenarios"]
     assert scenarios["peak"]["p99_concurrency_kv_tokens"] <= memory["kv_tokens"]
     assert scenarios["largest_zone_lost"]["p99_concurrency_kv_tokens"] > memory["kv_tokens"]
-    # The old rule: requests at the p99 context against the all-healthy need.
+    # The old rule: requests at the p99 context against the all-healthy need by Little's law
+    # on the median e2e (12.62 in the corpus), from this decision's own recomputation. It
+    # allowed the plan; on the mean, the need is higher.
+    with registry.reading() as session:
+        row = session.scalars(select(RecomputationRow)).one()
+        peak = json.loads(row.result)["scenarios"]["peak"]
+    classes = {c["name"]: c for c in example("workload")["classes"]}
+    median_need = sum(
+        classes[name]["arrival"]["peak_rps"] / 9 * p["e2e_p50_ms"] / 1000
+        for name, p in peak["per_class"].items()
+    )
     assert memory["kv_concurrency_at_p99_context"] > 12.62
+    assert memory["kv_concurrency_at_p99_context"] >= median_need
+    assert scenarios["peak"]["in_service_per_replica"] > median_need
 
 
 def _constant_rate(doc: dict[str, Any]) -> None:

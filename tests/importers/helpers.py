@@ -6,6 +6,7 @@ Third-party files come from ../shared/fixtures (the test skips when absent); fil
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,3 +60,10 @@ def one(rel: str, **kw: object) -> ImportedStage:
     stages = load(rel, **kw)
     assert len(stages) == 1
     return stages[0]
+
+
+def local_cli_env(database_url: str) -> dict[str, str]:
+    """The CLI's environment on the local registry at ``database_url``, as alice."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    environment.update(CAPGATE_DATABASE_URL=database_url, CAPGATE_PRINCIPAL="alice")
+    return environment

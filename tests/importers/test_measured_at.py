@@ -11,7 +11,6 @@ and against a server.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,7 +25,7 @@ from registry.importers.service import ImportFile, ImportOptions, ImportResult, 
 from registry.records.kinds import RecordKind
 from registry.staleness.laundering import SAME_RUN_SLACK
 from registry.storage.database import Database
-from tests.cli.test_cli import capgate, running_server
+from tests.cli.test_cli import capgate
 from tests.importers.helpers import path_of
 from tests.importers.test_import_service import submit_example
 from tests.support.auth import client_for
@@ -192,25 +191,6 @@ def test_each_stage_of_a_reimported_file_keeps_its_own_first_time(registry: Data
 
 
 # ---- the CLI (locally and against a server) and the API ----------------------------------
-
-
-def _local(database_url: str) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    environment.update(CAPGATE_DATABASE_URL=database_url, CAPGATE_PRINCIPAL="alice")
-    return environment
-
-
-@pytest.fixture(params=["local", "server"])
-def env(request: pytest.FixtureRequest, database_url: str) -> Iterator[dict[str, str]]:
-    database = Database(database_url)
-    for kind in (RecordKind.workload, RecordKind.provider, RecordKind.plan):
-        submit_example(database, kind)
-    database.engine.dispose()
-    if request.param == "local":
-        yield _local(database_url)
-        return
-    with running_server(database_url) as remote:
-        yield remote
 
 
 CLI_AGAINST = (

@@ -4,7 +4,6 @@ the REST form field) and `POST /v1/evidence/import` directly."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,9 @@ from fastapi.testclient import TestClient
 
 from registry.records.kinds import RecordKind
 from registry.storage.database import Database
-from tests.cli.test_cli import capgate, running_server
+from tests.cli.test_cli import capgate
 from tests.factories import load_test_bytes, vllm_summary, write_load_test
+from tests.importers.helpers import local_cli_env
 from tests.importers.test_import_service import submit_example
 from tests.support.auth import client_for
 
@@ -33,24 +33,6 @@ EXAMPLE_RUN = ("--measured-at", "2026-11-24T14:05:00Z", "--name", "mixed-on-vllm
 def register(database: Database) -> None:
     for kind in (RecordKind.workload, RecordKind.provider, RecordKind.plan):
         submit_example(database, kind)
-
-
-def local(database_url: str) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    environment.update(CAPGATE_DATABASE_URL=database_url, CAPGATE_PRINCIPAL="alice")
-    return environment
-
-
-@pytest.fixture(params=["local", "server"])
-def env(request: pytest.FixtureRequest, database_url: str) -> Iterator[dict[str, str]]:
-    database = Database(database_url)
-    register(database)
-    database.engine.dispose()
-    if request.param == "local":
-        yield local(database_url)
-        return
-    with running_server(database_url) as remote:
-        yield remote
 
 
 def test_cli_runtime_is_stored_and_shown(env: dict[str, str], tmp_path: Path) -> None:
@@ -110,7 +92,13 @@ def test_cli_bad_runtime_syntax_exits_2_naming_the_flag(database_url: str, tmp_p
     classes = write_load_test(tmp_path)
     # Read before any file or the registry is: no records needed.
     result = capgate(
-        "evidence", "import", *classes, *AGAINST, "--runtime", "vllm", env=local(database_url)
+        "evidence",
+        "import",
+        *classes,
+        *AGAINST,
+        "--runtime",
+        "vllm",
+        env=local_cli_env(database_url),
     )
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,25 @@ MINIMAL_OVERLAY: dict[str, Any] = {
     },
     "warmup": {"startup_probe_budget_s": 600},
 }
+
+
+def edited_example_manifests(tmp_path: Path, edits: dict[str, list[tuple[str, str]]]) -> Path:
+    """A copy of the example's manifests in ``tmp_path/k8s`` with each file's (old, new)
+    replacements made; every old text must be there, so an edit of the example shows."""
+    folder = tmp_path / "k8s"
+    folder.mkdir()
+    for name in ("deployment.yaml", "hpa.yaml", "pdb.yaml"):
+        shutil.copyfile(K8S / name, folder / name)
+    for name, replacements in edits.items():
+        path = folder / name
+        text = path.read_text(encoding="utf-8")
+        for old, new in replacements:
+            assert old in text, f"{name}: {old!r}"
+            text = text.replace(old, new)
+        path.write_text(text, encoding="utf-8")
+    return folder
+
+
 ZONES = """
       affinity:
         nodeAffinity:

@@ -5,12 +5,11 @@ annotations point at the `replicas:` line."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
-from tests.manifests.helpers import K8S, line_of
+from tests.manifests.helpers import edited_example_manifests, line_of
 
 PLAN = "chat-assistant-prod"  # 9 replicas, 3 in each of three zones
 RULE = "manifests_consistent.manifest_contradicts_plan"
@@ -22,15 +21,9 @@ seeded, env = gate_cli.seeded, gate_cli.env
 def one_replica(tmp_path: Path) -> Path:
     """The example's manifests with the Deployment at `replicas: 1`: one pod over three
     zones, which the manifests cannot map to a zone."""
-    folder = tmp_path / "k8s"
-    folder.mkdir()
-    for name in ("deployment.yaml", "hpa.yaml", "pdb.yaml"):
-        shutil.copyfile(K8S / name, folder / name)
-    deployment = folder / "deployment.yaml"
-    text = deployment.read_text(encoding="utf-8")
-    assert "  replicas: 9\n" in text
-    deployment.write_text(text.replace("  replicas: 9\n", "  replicas: 1\n"), encoding="utf-8")
-    return folder
+    return edited_example_manifests(
+        tmp_path, {"deployment.yaml": [("  replicas: 9\n", "  replicas: 1\n")]}
+    )
 
 
 def test_fail_one_replica_over_three_zones_is_denied_at_the_replicas_line(

@@ -448,18 +448,26 @@ def tail_slo__no_claims(doc: Doc) -> list[str]:
     return ["tail_slo/claims_missing"]
 
 
+def _smaller_kv_cache(doc: Doc, utilization: float, kv_tokens: int, at_p99_context: int) -> Doc:
+    """The example's replica (80 GiB, 16.2 GiB of weights, activations and runtime) at a
+    lower gpu_memory_utilization: Llama-3.1-8B's KV takes 128 KiB a token (8192 a GiB)."""
+    doc["plan"]["serving"]["gpu_memory_utilization"] = utilization
+    memory: Doc = doc["recomputation"]["memory"]
+    memory.update(
+        gpu_memory_utilization=utilization,
+        usable_gib=round(80 * utilization, 1),
+        kv_cache_gib=round(kv_tokens / 8192, 3),
+        kv_tokens=kv_tokens,
+        kv_concurrency_at_p99_context=at_p99_context,
+    )
+    return memory
+
+
 def memory_fit__kv_below_peak_concurrency(doc: Doc) -> list[str]:
     """gpu_memory_utilization 0.3 leaves 7.8 GiB of KV, 63984 tokens: the 16.9 requests in
     service at peak fit (46147 tokens), not the 32 of a zone loss (79404) nor the
     workload's p99 concurrency (100072 with every replica ready)."""
-    doc["plan"]["serving"]["gpu_memory_utilization"] = 0.3
-    doc["recomputation"]["memory"].update(
-        gpu_memory_utilization=0.3,
-        usable_gib=24.0,
-        kv_cache_gib=7.811,
-        kv_tokens=63984,
-        kv_concurrency_at_p99_context=7,
-    )
+    _smaller_kv_cache(doc, 0.3, 63984, 7)
     return [
         "memory_fit/kv_cache_below_peak_concurrency",
         "memory_fit/kv_cache_below_p99_concurrency",
@@ -471,15 +479,7 @@ def memory_fit__kv_short_after_zone_loss(doc: Doc) -> list[str]:
     (46147 tokens) but not the 79404 each of the 6 survivors holds once a zone is lost; the
     workload's concurrency was measured off-peak, so its p99 does not show it. The old
     median-based, all-healthy check allowed it."""
-    doc["plan"]["serving"]["gpu_memory_utilization"] = 0.43
-    memory = doc["recomputation"]["memory"]
-    memory.update(
-        gpu_memory_utilization=0.43,
-        usable_gib=34.4,
-        kv_cache_gib=8.545,
-        kv_tokens=70000,
-        kv_concurrency_at_p99_context=7,
-    )
+    memory = _smaller_kv_cache(doc, 0.31, 70000, 7)
     for name, tokens in (("peak", 30000), ("one_worker_lost", 34000), ("largest_zone_lost", 45000)):
         memory["scenarios"][name]["p99_concurrency_kv_tokens"] = tokens
     return ["memory_fit/kv_cache_below_peak_concurrency"]
@@ -489,15 +489,7 @@ def memory_fit__kv_below_p99_concurrency(doc: Doc) -> list[str]:
     """The requests in service fit every scenario, but the workload measures a p99 of 900
     interactive requests in flight (not 260): over 6 survivors their contexts need 290 k KV
     tokens of the replica's 183 k."""
-    doc["plan"]["serving"]["gpu_memory_utilization"] = 0.42
-    memory = doc["recomputation"]["memory"]
-    memory.update(
-        gpu_memory_utilization=0.42,
-        usable_gib=33.6,
-        kv_cache_gib=22.411,
-        kv_tokens=183584,
-        kv_concurrency_at_p99_context=20,
-    )
+    memory = _smaller_kv_cache(doc, 0.48, 183584, 20)
     memory["scenarios"]["largest_zone_lost"].update(
         p99_concurrency_per_replica=168.33, p99_concurrency_kv_tokens=290412
     )
