@@ -53,6 +53,10 @@ def import_files(
             form["runtime"] = f"{options.runtime.name}=={options.runtime.version}"
         if options.name is not None:
             form["name"] = options.name
+        if options.prometheus is not None:
+            form["prometheus"] = options.prometheus
+        if options.selector is not None:
+            form["selector"] = options.selector
         data = backend._request(
             "POST",
             "/v1/evidence/import",

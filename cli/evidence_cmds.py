@@ -197,6 +197,25 @@ def extend_evidence(group: typer.Typer) -> None:
                 "--name", help="Record name (one file or a mixed test); default: the file name."
             ),
         ] = None,
+        prometheus: Annotated[
+            str | None,
+            typer.Option(
+                "--prometheus",
+                help="Prometheus (or Thanos, Mimir) query API base URL: read the vLLM "
+                "server's own series over each test's window (prefix-cache hits, KV-cache "
+                "peak, preemptions, queue p99, running and waiting peaks; pod warm-up from "
+                "kube-state-metrics) into the record's server block. Stored without "
+                "credentials.",
+            ),
+        ] = None,
+        selector: Annotated[
+            str | None,
+            typer.Option(
+                "--selector",
+                help="PromQL label matchers of the tested deployment's series, e.g. "
+                'namespace="llm",model_name="m" (as capgate observe takes them).',
+            ),
+        ] = None,
         server: ServerOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
@@ -206,6 +225,8 @@ def extend_evidence(group: typer.Typer) -> None:
         (from the file or --runtime) are kept; importing the same file again returns the
         same records. With --class NAME=FILE for each class, files run
         together become one mixed-class record (their measurement windows must overlap).
+        With --prometheus the server's series over the test's window are kept too (a new
+        version of a record imported without them).
         """
         from cli.backend import open_backend
         from cli.evidence_backend import import_files
@@ -233,8 +254,20 @@ def extend_evidence(group: typer.Typer) -> None:
             runtime=stated_runtime,
             name=name,
             mixed=mixed,
+            prometheus=prometheus,
+            selector=selector,
         )
-        results = import_files(open_backend(server), contents, options)
+        backend = open_backend(server)
+        if prometheus is not None:
+            from registry.importers.server_series import endpoint
+
+            # One query per figure and stage, each up to the client's timeout: say so first.
+            typer.echo(
+                f"import: reading the server's series from {endpoint(prometheus).url} over "
+                "each test's window",
+                err=True,
+            )
+        results = import_files(backend, contents, options)
         # What the import decided for the user (a re-imported file keeping its first measured
         # time) goes to stderr: stdout stays the records, or the JSON.
         for note in dict.fromkeys(n for result in results for n in result.notes):

@@ -49,6 +49,10 @@ class Settings:
     # CAPGATE_REQUIRE_POLICY_RELEASE=1: a registry with no approved policy release
     # decides nothing (an error), instead of deciding under the installed bundle.
     require_policy_release: bool = False
+    # CAPGATE_PROMETHEUS_URLS: the Prometheus base URLs the server may read for an evidence
+    # import (comma-separated). None by default: an API that fetched any URL a caller names
+    # would let anyone allowed to import probe the server's network.
+    prometheus_urls: tuple[str, ...] = ()
 
     def token(self) -> str | None:
         if self.token_value:
@@ -81,4 +85,9 @@ class Settings:
             opa_client_key=env.get("CAPGATE_OPA_CLIENT_KEY") or None,
             require_policy_release=(env.get("CAPGATE_REQUIRE_POLICY_RELEASE") or "").strip().lower()
             in {"1", "true", "yes"},
+            prometheus_urls=tuple(
+                url.strip().rstrip("/")
+                for url in (env.get("CAPGATE_PROMETHEUS_URLS") or "").split(",")
+                if url.strip()
+            ),
         )

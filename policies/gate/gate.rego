@@ -32,7 +32,7 @@ violations := (((((((((((tail_slo.violations | reserve_explicit.violations) | dr
 # description: >-
 #   The union of every policy's notes: findings worth a reader's attention that do not
 #   block (a pessimistic claim, say). Policies without notes contribute nothing.
-notes := (tail_slo.notes | evidence_fresh.notes) | production_drift.notes
+notes := ((tail_slo.notes | evidence_fresh.notes) | production_drift.notes) | manifests_consistent.notes
 
 # METADATA
 # title: decision

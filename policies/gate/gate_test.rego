@@ -40,6 +40,15 @@ test_fail_union_of_every_policy if {
 		with data.capgate.policies.manifests_consistent.violations as set()
 }
 
+test_success_notes_include_the_manifests_notes if {
+	_m := {"policy": "manifests_consistent", "rule": "manifests_not_compared", "severity": "info", "message": "m", "details": {}}
+	gate.notes == {_v("note"), _m} with input as _well_formed
+		with data.capgate.policies.tail_slo.notes as {_v("note")}
+		with data.capgate.policies.evidence_fresh.notes as set()
+		with data.capgate.policies.production_drift.notes as set()
+		with data.capgate.policies.manifests_consistent.notes as {_m}
+}
+
 test_fail_malformed_input_leaves_decision_undefined if {
 	not gate.decision with input as {"plan": {}}
 }

@@ -5,8 +5,11 @@
 #   smoother than the workload's bursts (an inter-arrival coefficient of variation below
 #   evidence_min_arrival_cv_share of the burstiest offered class's, or unknown) and
 #   prompts shorter than the workload's (a class's offered p99 below
-#   evidence_min_prompt_p99_share of its workload p99, or unknown). Such a test measured
-#   another workload: it supports no latency claim.
+#   evidence_min_prompt_p99_share of its workload p99, or unknown) and a prefix cache that
+#   served more of the prompts than production's will (a hit rate above the workload's
+#   prefix-cache share for the offered mix by more than evidence_max_prefix_hit_excess;
+#   an unknown rate is no gap, see tail_slo's prefix_cache_hit_rate_unknown note). Such a
+#   test measured another workload: it supports no latency claim.
 package capgate.lib.representative
 
 import data.capgate.lib.result
@@ -35,9 +38,10 @@ _prompt_shown(e, name, needed) if {
 # METADATA
 # title: gaps
 # description: >-
-#   One object per (evidence, check) that fails: evidence ref, check (arrival or
-#   prompt_length), class (prompt checks), the test's figure, the workload's figure, the
-#   threshold the figure had to reach and a sentence naming all three.
+#   One object per (evidence, check) that fails: evidence ref, check (arrival,
+#   prompt_length or prefix_cache), class (prompt checks), the test's figure, the
+#   workload's figure, the threshold the figure had to reach (at most, for prefix_cache)
+#   and a sentence naming all three.
 gaps contains g if {
 	some e in input.evidence
 	workload_cv := _burstiest(e)
@@ -70,6 +74,26 @@ gaps contains g if {
 		"workload_value": workload_p99,
 		"required": needed,
 		"message": concat("", ["evidence ", e.ref, ": class ", name, " was offered prompts with a p99 of ", result.show(offered), " tokens, below ", result.show(needed), " (evidence_min_prompt_p99_share ", result.show(_thresholds.evidence_min_prompt_p99_share), " of the workload's p99 of ", result.show(workload_p99), "; unknown when the file states no prompt lengths): the workload's long prompts were never exercised"]),
+	}
+}
+
+# A test whose prompts hit the prefix cache far more often than production's skips most of
+# their prefill: its TTFT and its capacity per replica flatter the plan.
+gaps contains g if {
+	some e in input.evidence
+	rate := e.prefix_cache_hit_rate
+	share := e.workload_prefix_cache_share
+	is_number(rate)
+	is_number(share)
+	allowed := result.rounded(share + _thresholds.evidence_max_prefix_hit_excess)
+	rate > allowed
+	g := {
+		"evidence": e.ref,
+		"check": "prefix_cache",
+		"test_value": rate,
+		"workload_value": share,
+		"required": allowed,
+		"message": concat("", ["evidence ", e.ref, ": the prefix cache served ", result.show(rate), " of the test's prompt tokens, above ", result.show(allowed), " (the workload's prefix-cache share of ", result.show(share), " for the offered classes + evidence_max_prefix_hit_excess ", result.show(_thresholds.evidence_max_prefix_hit_excess), "): the test skipped prefill production will do, so its TTFT and capacity flatter the plan; rerun it with production's prompt diversity"]),
 	}
 }
 

@@ -1,8 +1,12 @@
 # METADATA
 # title: Load tests cover cancellation and mixed priorities
 # description: >-
-#   Fresh load-test evidence includes a test that exercised cancellation and, when the
-#   workload has at least two distinct priorities, a test that offered at least
+#   Fresh load-test evidence includes a test that exercised cancellation, and for each
+#   class the workload says its clients cancel, a test that cancelled that class at a rate
+#   within the band load_test_min_cancellation_share..load_test_max_cancellation_share of
+#   the workload's rate (too few cancellations leave the abort path and the KV it frees
+#   untested; too many free capacity production will not have); and, when the workload has
+#   at least two distinct priorities, a test that offered at least
 #   load_test_min_priority_classes priority classes at once. Only imported evidence counts
 #   while require_imported_evidence.load_test_coverage is on.
 # custom:
@@ -71,3 +75,55 @@ violations contains v if {
 		},
 	)
 }
+
+# The cancellation rates a test of the class must show: the workload's rate scaled by the
+# band's two ends.
+_cancellation_band(rate) := [
+	result.rounded(rate * _thresholds.load_test_min_cancellation_share),
+	result.rounded(rate * _thresholds.load_test_max_cancellation_share),
+]
+
+_cancellation_rate_tested(name, band) if {
+	some e in _fresh
+	tested := object.get(e.per_class, [name, "cancellation_rate"], null)
+	is_number(tested)
+	tested >= band[0]
+	tested <= band[1]
+}
+
+# METADATA
+# title: Cancellation rate tested per class
+# description: >-
+#   For every class whose workload cancellation rate is stated and above 0, some fresh
+#   load test cancelled that class at a rate between load_test_min_cancellation_share
+#   and load_test_max_cancellation_share times the workload's rate.
+# custom:
+#   severity: high
+#   guards: "checklist: load tests include cancellation"
+violations contains v if {
+	some name, class in input.workload.classes
+	rate := object.get(class, "cancellation_rate", null)
+	is_number(rate)
+	rate > 0
+	band := _cancellation_band(rate)
+	not _cancellation_rate_tested(name, band)
+	tested := [{"evidence": e.ref, "cancellation_rate": object.get(e.per_class[name], "cancellation_rate", null)} |
+		some e in _fresh
+		e.per_class[name]
+	]
+	v := result.violation(
+		_policy, "cancellation_rate_not_tested", "high",
+		concat("", ["class ", name, ": the workload cancels ", result.show(rate), " of its requests but no fresh load test cancelled the class at between ", result.show(band[0]), " and ", result.show(band[1]), " (load_test_min_cancellation_share ", result.show(_thresholds.load_test_min_cancellation_share), " to load_test_max_cancellation_share ", result.show(_thresholds.load_test_max_cancellation_share), " of it); tested: ", _tested_text(tested), "; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)"]),
+		{
+			"class": name,
+			"workload_cancellation_rate": rate,
+			"min_rate": band[0],
+			"max_rate": band[1],
+			"evidence": tested,
+		},
+	)
+}
+
+_tested_text(tested) := "no fresh test offered the class" if count(tested) == 0
+
+_tested_text(tested) := concat(", ", [concat(" ", [t.evidence, result.show(t.cancellation_rate)]) | some t in tested]) if count(tested) > 0

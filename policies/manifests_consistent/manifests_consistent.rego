@@ -38,3 +38,17 @@ violations contains v if {
 		{"field": found.field, "plan": found.plan, "manifests": found.manifests, "file": found.file, "line": found.line},
 	)
 }
+
+# METADATA
+# title: Manifest fields not compared
+# description: >-
+#   What the manifests leave uncompared although they run the plan (its zones, when they
+#   state only the total replica count and leave the spread to the scheduler), as the
+#   registry found it: a note for the reader, not a deny, since nothing is contradicted.
+# custom:
+#   severity: info
+notes contains n if {
+	_checked
+	some note in input.manifests.notes
+	n := result.violation(_policy, "manifests_not_compared", "info", note, {})
+}

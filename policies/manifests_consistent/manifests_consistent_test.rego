@@ -37,3 +37,23 @@ test_fail_one_violation_per_discrepancy if {
 		"replicas_per_zone.us-east1-e is not set in the plan but 2 in k8s/deployment.yaml:38",
 	] with input as _input(true, [_grace, _metric, _zone])
 }
+
+_zones_note := "replicas_per_zone (us-east1-b: 3, us-east1-c: 3, us-east1-d: 3) is not compared: the manifests run 9 replicas (k8s/deployment.yaml:9) but leave which zone runs how many to the scheduler; only their total is compared"
+
+test_success_uncompared_zones_are_a_note if {
+	inp := {"manifests": {"checked": true, "discrepancies": [], "notes": [_zones_note]}}
+	manifests_consistent.violations == set() with input as inp
+	manifests_consistent.notes == {{
+		"policy": "manifests_consistent", "rule": "manifests_not_compared", "severity": "info",
+		"message": _zones_note, "details": {},
+	}} with input as inp
+}
+
+test_success_no_notes_when_not_checked if {
+	manifests_consistent.notes == set() with input as {"manifests": {"checked": false, "discrepancies": [], "notes": [_zones_note]}}
+}
+
+test_success_input_without_notes_has_none if {
+	# An input stored before the notes were carried.
+	manifests_consistent.notes == set() with input as _input(true, [])
+}

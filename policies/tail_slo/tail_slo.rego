@@ -205,6 +205,36 @@ notes contains n if {
 	n := result.violation(_policy, "evidence_not_representative", "info", gap.message, object.remove(gap, ["message"]))
 }
 
+# Tests at peak that state no prefix-cache hit rate although the workload's share is low
+# enough for a test to exceed it by more than evidence_max_prefix_hit_excess.
+_prefix_unknown := [e |
+	some e in _at_peak
+	not is_number(object.get(e, "prefix_cache_hit_rate", null))
+	share := object.get(e, "workload_prefix_cache_share", null)
+	is_number(share)
+	result.rounded(share + _thresholds.evidence_max_prefix_hit_excess) < 1
+]
+
+# METADATA
+# title: Prefix-cache hit rate unknown
+# description: >-
+#   A test at peak that states no prefix-cache hit rate may have served its prompts from
+#   the cache far more often than production will (a shared system prompt, a small prompt
+#   set replayed): not denied, since most tools cannot see the cache, but noted once per
+#   plan with the tests, so the reader knows the TTFT was not checked against it. Importing
+#   with --prometheus reads the server's prefix-cache counters over the test window.
+# custom:
+#   severity: info
+notes contains n if {
+	count(_prefix_unknown) > 0
+	refs := [e.ref | some e in _prefix_unknown]
+	n := result.violation(
+		_policy, "prefix_cache_hit_rate_unknown", "info",
+		concat("", ["the prefix-cache hit rate of ", concat(", ", refs), " is unknown (the workload's share for the offered classes is ", concat(", ", [result.show(e.workload_prefix_cache_share) | some e in _prefix_unknown]), "): the TTFT they measured may rest on more cache hits than production will have; import the tests with --prometheus to read the server's prefix-cache counters"]),
+		{"evidence": refs, "workload_prefix_cache_share": [e.workload_prefix_cache_share | some e in _prefix_unknown], "max_excess": _thresholds.evidence_max_prefix_hit_excess},
+	)
+}
+
 # METADATA
 # title: Requests fit the model length
 # description: >-
@@ -389,41 +419,94 @@ violations contains v if {
 	)
 }
 
+# Stating claims is a choice of the policy data (claims_required, default false); a
+# bundle whose data predates the key keeps the default.
+_claims_required if object.get(_thresholds, "claims_required", false) == true
+
+# The p99 claims a plan should state and does not, in class then metric order (class names
+# sorted as strings: the same order on both engines), each with the recomputed value.
+_missing_claims := [c |
+	some name in sort([k | some k, _ in input.workload.classes])
+	some metric in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms"]
+	not _claimed(name, metric)
+	c := {
+		"class": name,
+		"metric": metric,
+		"field": concat("", ["claims.per_class.", name, ".", metric]),
+		"predicted": object.get(input.recomputation.scenarios.peak.per_class, [name, metric], null),
+	}
+]
+
 # METADATA
-# title: Claims stated
+# title: Claims stated, where the policy data requires them
 # description: >-
-#   The plan claims each class's p99 TTFT, TPOT and end-to-end latency
-#   (plan.claims.per_class): a plan that claims nothing cannot be held to its claims.
+#   With claims_required true in the policy data, the plan claims each class's p99 TTFT,
+#   TPOT and end-to-end latency (plan.claims.per_class): each claim missing is a violation.
+#   By default (claims_required false) a missing claim is a note, not a deny: the gate
+#   does not rest on the plan's claims. It holds every class to its SLOs in fresh
+#   evidence at peak and in its own recomputation, which it makes whatever the plan
+#   claims; a claim adds a promise the plan is held to (claims_disagree denies one the
+#   recomputation does not support), so a plan that states none has promised nothing
+#   it could break, and is not less safe. An organisation whose review compares
+#   production with what each plan promised requires claims with the threshold.
 # custom:
 #   severity: high
 #   guards: "method: claim, representative test, production signal, decision gate"
 violations contains v if {
-	some name, _ in input.workload.classes
-	some metric in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms"]
-	not _claimed(name, metric)
-	predicted := object.get(input.recomputation.scenarios.peak.per_class, [name, metric], null)
+	_claims_required
+	some missing in _missing_claims
 	v := result.violation(
 		_policy, "claims_missing", "high",
-		concat("", ["class ", name, ": the plan claims no ", metric, "; state claims.per_class.", name, ".", metric, " (the recomputation predicts ", result.show(predicted), " ms at peak)"]),
-		{"class": name, "metric": metric, "field": concat("", ["claims.per_class.", name, ".", metric]), "predicted": predicted},
+		concat("", ["class ", missing.class, ": the plan claims no ", missing.metric, "; state ", missing.field, " (the recomputation predicts ", result.show(missing.predicted), " ms at peak)"]),
+		missing,
+	)
+}
+
+# METADATA
+# title: Claims not stated
+# description: >-
+#   While claims_required is false (the default), the claims a plan leaves out are one
+#   note per plan naming each field with the recomputed value, never a deny.
+# custom:
+#   severity: info
+notes contains n if {
+	not _claims_required
+	count(_missing_claims) > 0
+	named := [concat("", [m.class, ".", m.metric, " (predicted ", result.show(m.predicted), " ms)"]) | some m in _missing_claims]
+	n := result.violation(
+		_policy, "claims_missing", "info",
+		concat("", ["the plan claims no ", concat(", ", named), ": the gate holds it to the SLOs in the evidence and in the recomputation instead; state claims.per_class to be held to them too (claims_required in the policy data makes a missing claim a violation)"]),
+		{"claims": _missing_claims, "claims_required": false},
 	)
 }
 
 _claimed(name, metric) if is_number(input.plan.claims.per_class[name][metric])
 
+# The claims above the prediction by more than the tolerance, in class then metric order
+# (names sorted as strings: the same order on both engines).
+_conservative_claims := [c |
+	checks_by_class := input.recomputation.claims_check
+	some name in sort([k | some k, _ in checks_by_class])
+	some metric in sort([k | some k, _ in checks_by_class[name]])
+	check := checks_by_class[name][metric]
+	check.claimed > check.predicted
+	check.relative_error > _thresholds.claims_max_relative_error
+	c := {"class": name, "metric": metric, "claimed": check.claimed, "predicted": check.predicted}
+]
+
 # METADATA
 # title: Conservative claims
-# description: A claim above the prediction by more than the tolerance is noted, never denied.
+# description: >-
+#   The claims above the prediction by more than the tolerance are noted, never denied:
+#   one note per plan that names every such claim with its prediction.
 # custom:
 #   severity: info
 notes contains n if {
-	some name, checks in input.recomputation.claims_check
-	some metric, check in checks
-	check.claimed > check.predicted
-	check.relative_error > _thresholds.claims_max_relative_error
+	count(_conservative_claims) > 0
+	named := [concat("", [c.class, ".", c.metric, " ", result.show(c.claimed), " ms (predicted ", result.show(c.predicted), " ms)"]) | some c in _conservative_claims]
 	n := result.violation(
 		_policy, "claims_pessimistic", "info",
-		concat("", ["class ", name, ": the plan claims ", metric, " ", result.show(check.claimed), " ms, the recomputation predicts ", result.show(check.predicted), " ms: the claim is conservative"]),
-		{"class": name, "metric": metric, "claimed": check.claimed, "predicted": check.predicted},
+		concat("", ["the plan's claims exceed the recomputation by more than claims_max_relative_error ", result.show(_thresholds.claims_max_relative_error), " of the prediction: ", concat(", ", named), "; the claims are conservative"]),
+		{"claims": _conservative_claims, "max_relative_error": _thresholds.claims_max_relative_error},
 	)
 }

@@ -228,9 +228,41 @@ test_success_conservative_claims_are_a_note if {
 	tail_slo.violations == set() with input as _with(patch)
 	tail_slo.notes == {{
 		"policy": "tail_slo", "rule": "claims_pessimistic", "severity": "info",
-		"message": "class interactive: the plan claims ttft_p99_ms 2200 ms, the recomputation predicts 1100 ms: the claim is conservative",
-		"details": {"class": "interactive", "metric": "ttft_p99_ms", "claimed": 2200, "predicted": 1100},
+		"message": "the plan's claims exceed the recomputation by more than claims_max_relative_error 0.2 of the prediction: interactive.ttft_p99_ms 2200 ms (predicted 1100 ms); the claims are conservative",
+		"details": {
+			"claims": [{"class": "interactive", "metric": "ttft_p99_ms", "claimed": 2200, "predicted": 1100}],
+			"max_relative_error": 0.2,
+		},
 	}} with input as _with(patch)
+}
+
+test_success_conservative_claims_are_one_note_per_plan if {
+	# Five conservative claims over two classes, one within the tolerance and one
+	# optimistic: one note lists the five, by class then metric, as strings sort.
+	checks := {
+		"interactive": {
+			"ttft_p99_ms": {"claimed": 2200, "predicted": 1100, "relative_error": 1},
+			"tpot_p99_ms": {"claimed": 60, "predicted": 36.8, "relative_error": 0.6304},
+			"e2e_p99_ms": {"claimed": 36000, "predicted": 34400, "relative_error": 0.0465},
+		},
+		"batch-2": {
+			"ttft_p99_ms": {"claimed": 5000, "predicted": 2500, "relative_error": 1},
+			"tpot_p99_ms": {"claimed": 90.5, "predicted": 45, "relative_error": 1.0111},
+			"e2e_p99_ms": {"claimed": 120000, "predicted": 60000, "relative_error": 1},
+		},
+		"batch": {"e2e_p99_ms": {"claimed": 100, "predicted": 1000, "relative_error": 0.9}},
+	}
+	inp := _with({"recomputation": {"claims_check": checks}})
+	notes := [n | some n in tail_slo.notes; n.rule == "claims_pessimistic"] with input as inp
+	count(notes) == 1
+	notes[0].message == "the plan's claims exceed the recomputation by more than claims_max_relative_error 0.2 of the prediction: batch-2.e2e_p99_ms 120000 ms (predicted 60000 ms), batch-2.tpot_p99_ms 90.5 ms (predicted 45 ms), batch-2.ttft_p99_ms 5000 ms (predicted 2500 ms), interactive.tpot_p99_ms 60 ms (predicted 36.8 ms), interactive.ttft_p99_ms 2200 ms (predicted 1100 ms); the claims are conservative"
+	[[c.class, c.metric] | some c in notes[0].details.claims] == [
+		["batch-2", "e2e_p99_ms"], ["batch-2", "tpot_p99_ms"], ["batch-2", "ttft_p99_ms"],
+		["interactive", "tpot_p99_ms"], ["interactive", "ttft_p99_ms"],
+	]
+
+	# The optimistic batch claim is the one violation.
+	[v.details.class | some v in tail_slo.violations] == ["batch"] with input as inp
 }
 
 test_success_no_note_within_tolerance if {
@@ -291,13 +323,55 @@ test_success_rare_long_requests_within_share if {
 	tail_slo.violations == set() with input as _with({"recomputation": {"context_fit": fit}})
 }
 
-test_fail_plan_without_claims if {
+test_fail_plan_without_claims_where_claims_are_required if {
 	inp := json.remove(_input, ["plan/claims/per_class/interactive"])
 	{[v.rule, v.details.metric, v.details.predicted] | some v in tail_slo.violations} == {
 		["claims_missing", "ttft_p99_ms", 880],
 		["claims_missing", "tpot_p99_ms", 36.8],
 		["claims_missing", "e2e_p99_ms", 34400],
 	} with input as inp
+		with data.capgate.thresholds.claims_required as true
+	[n | some n in tail_slo.notes; n.rule == "claims_missing"] == [] with input as inp
+		with data.capgate.thresholds.claims_required as true
+}
+
+test_success_plan_without_claims_is_one_note_by_default if {
+	# Two classes; interactive claims only its TTFT, batch claims nothing.
+	batch := {"slo": _slo, "interarrival_cv": 1.6, "prompt_tokens_p99": 6100}
+	predicted := object.union(_predicted, {"ttft_p99_ms": 2500, "tpot_p99_ms": 45, "e2e_p99_ms": 60000})
+	inp := object.union(_input, {
+		"workload": {"classes": {"batch": batch}},
+		"plan": {"claims": {"per_class": {"interactive": {"ttft_p99_ms": 1200}}}},
+		"recomputation": {"scenarios": {"peak": {"per_class": {"batch": predicted}}}},
+	})
+	missing := json.remove(inp, ["plan/claims/per_class/interactive/tpot_p99_ms", "plan/claims/per_class/interactive/e2e_p99_ms"])
+	[v | some v in tail_slo.violations; v.rule == "claims_missing"] == [] with input as missing
+	[n | some n in tail_slo.notes; n.rule == "claims_missing"] == [{
+		"policy": "tail_slo", "rule": "claims_missing", "severity": "info",
+		"message": "the plan claims no batch.ttft_p99_ms (predicted 2500 ms), batch.tpot_p99_ms (predicted 45 ms), batch.e2e_p99_ms (predicted 60000 ms), interactive.tpot_p99_ms (predicted 36.8 ms), interactive.e2e_p99_ms (predicted 34400 ms): the gate holds it to the SLOs in the evidence and in the recomputation instead; state claims.per_class to be held to them too (claims_required in the policy data makes a missing claim a violation)",
+		"details": {
+			"claims": [
+				{"class": "batch", "metric": "ttft_p99_ms", "field": "claims.per_class.batch.ttft_p99_ms", "predicted": 2500},
+				{"class": "batch", "metric": "tpot_p99_ms", "field": "claims.per_class.batch.tpot_p99_ms", "predicted": 45},
+				{"class": "batch", "metric": "e2e_p99_ms", "field": "claims.per_class.batch.e2e_p99_ms", "predicted": 60000},
+				{"class": "interactive", "metric": "tpot_p99_ms", "field": "claims.per_class.interactive.tpot_p99_ms", "predicted": 36.8},
+				{"class": "interactive", "metric": "e2e_p99_ms", "field": "claims.per_class.interactive.e2e_p99_ms", "predicted": 34400},
+			],
+			"claims_required": false,
+		},
+	}] with input as missing
+}
+
+test_success_claims_required_absent_from_data_is_the_default if {
+	# A data document written before the key existed: a missing claim is a note.
+	inp := json.remove(_input, ["plan/claims/per_class/interactive"])
+	thresholds := json.remove(data.capgate.thresholds, ["claims_required"])
+	tail_slo.violations == set() with input as inp with data.capgate.thresholds as thresholds
+	{n.rule | some n in tail_slo.notes} == {"claims_missing"} with input as inp with data.capgate.thresholds as thresholds
+}
+
+test_success_all_claims_stated_no_missing_note if {
+	[n | some n in tail_slo.notes; n.rule == "claims_missing"] == [] with input as _input
 }
 
 test_fail_claims_disagree_after_calibration_changed if {
@@ -311,4 +385,50 @@ test_fail_claims_disagree_after_calibration_changed if {
 		},
 	}}
 	[v.message | some v in tail_slo.violations] == ["class interactive: the plan claims ttft_p99_ms 600 ms, the recomputation predicts 1100 ms (relative error 0.455 > 0.2): the plan promises more than the recomputation; raise claims.per_class.interactive.ttft_p99_ms or change the plan (the step-time model is calibrated on 1 load test(s) (MBU 0.48, MFU 0.41); the calibration changed since the plan's decision d-1 (MBU 0.6 -> 0.48, MFU 0.45 -> 0.41): the prediction moved, not the plan)"] with input as _with(patch)
+}
+
+# ---- the prefix cache a test ran with ------------------------------------------------
+
+test_fail_prefix_cache_far_above_production if {
+	# Production's prompts hit the cache for 5 % of their tokens; the test's for 62 %.
+	ev := object.union(_evidence, {"prefix_cache_hit_rate": 0.62, "workload_prefix_cache_share": 0.05})
+	[v.message | some v in tail_slo.violations; v.rule == "evidence_not_representative"] == ["evidence ev@v1: the prefix cache served 0.62 of the test's prompt tokens, above 0.2 (the workload's prefix-cache share of 0.05 for the offered classes + evidence_max_prefix_hit_excess 0.15): the test skipped prefill production will do, so its TTFT and capacity flatter the plan; rerun it with production's prompt diversity"] with input as _with({"evidence": [ev]})
+	"no_evidence_at_peak" in {v.rule | some v in tail_slo.violations} with input as _with({"evidence": [ev]})
+}
+
+test_success_prefix_cache_at_the_allowed_excess if {
+	ev := object.union(_evidence, {"prefix_cache_hit_rate": 0.2, "workload_prefix_cache_share": 0.05})
+	inp := _with({"evidence": [ev]})
+	tail_slo.violations == set() with input as inp
+	tail_slo.notes == set() with input as inp
+}
+
+test_success_prefix_cache_excess_is_policy_data if {
+	ev := object.union(_evidence, {"prefix_cache_hit_rate": 0.62, "workload_prefix_cache_share": 0.05})
+	tail_slo.violations == set() with input as _with({"evidence": [ev]})
+		with data.capgate.thresholds.evidence_max_prefix_hit_excess as 0.6
+}
+
+test_success_prefix_cache_rate_unknown_is_one_note if {
+	a := object.union(_evidence, {"workload_prefix_cache_share": 0.05})
+	b := object.union(_evidence, {"ref": "ev@v2", "workload_prefix_cache_share": 0.3})
+	inp := _with({"evidence": [a, b]})
+	tail_slo.violations == set() with input as inp
+	tail_slo.notes == {{
+		"policy": "tail_slo", "rule": "prefix_cache_hit_rate_unknown", "severity": "info",
+		"message": "the prefix-cache hit rate of ev@v1, ev@v2 is unknown (the workload's share for the offered classes is 0.05, 0.3): the TTFT they measured may rest on more cache hits than production will have; import the tests with --prometheus to read the server's prefix-cache counters",
+		"details": {"evidence": ["ev@v1", "ev@v2"], "workload_prefix_cache_share": [0.05, 0.3], "max_excess": 0.15},
+	}} with input as inp
+}
+
+test_success_no_note_when_no_test_could_exceed_the_share if {
+	# Production already hits the cache for 90 % of its prompt tokens: no test can exceed
+	# that by 0.15, so an unknown rate hides nothing.
+	ev := object.union(_evidence, {"workload_prefix_cache_share": 0.9})
+	tail_slo.notes == set() with input as _with({"evidence": [ev]})
+}
+
+test_success_no_note_when_the_workload_share_is_unknown if {
+	ev := object.union(_evidence, {"workload_prefix_cache_share": null})
+	tail_slo.notes == set() with input as _with({"evidence": [ev]})
 }

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile, status
 from fastapi.routing import APIRoute
 from pydantic import Field
 from starlette.routing import Match
@@ -33,6 +33,7 @@ from registry.storage.database import Database
 if TYPE_CHECKING:
     from registry.importers.service import ImportFile, ImportResult
     from registry.records.evidence import RuntimeInfo
+    from registry.settings import Settings
 
 MAX_PAGE = 500
 # Bytes read from one upload at most: a 100,000-request detailed vLLM file is ~70 MiB.
@@ -163,6 +164,27 @@ def _class_files(
     return inputs, None, True
 
 
+def _check_prometheus_allowed(url: str, settings: Settings) -> None:
+    """The server reads only the Prometheus its operator named (CAPGATE_PROMETHEUS_URLS):
+    a URL any importer could name would make it fetch wherever that caller points."""
+    from registry.importers.server_series import endpoint
+
+    shown = endpoint(url, loc="prometheus").url
+    if shown in settings.prometheus_urls:
+        return
+    allowed = ", ".join(settings.prometheus_urls) or "none is set"
+    raise InvalidInput(
+        "invalid import request",
+        problems=[
+            FieldProblem(
+                "prometheus",
+                f"this server reads only the Prometheus URLs in CAPGATE_PROMETHEUS_URLS "
+                f"({allowed}), not {shown}; ask its operator to add it, or import locally",
+            )
+        ],
+    )
+
+
 def _with_source(exc: InvalidInput) -> InvalidInput:
     """Name the offending file in the error body (details.source), as the CLI prints it."""
     if exc.source and "source" not in exc.details:
@@ -193,6 +215,7 @@ def evidence_router() -> APIRouter:
         responses={200: {"description": "Every record existed already (same file imported)"}},
     )
     async def import_evidence(
+        request: Request,
         response: Response,
         database: DatabaseDep,
         principal: PrincipalDep,
@@ -241,11 +264,25 @@ def evidence_router() -> APIRouter:
                 "class: combine them into one mixed record."
             ),
         ] = False,
+        prometheus: Annotated[
+            str | None,
+            Form(
+                description="Prometheus query API base URL: the server reads the vLLM "
+                "series over each test's window into the record's `server` (stored without "
+                "credentials)."
+            ),
+        ] = None,
+        selector: Annotated[
+            str | None,
+            Form(description='PromQL label matchers of the tested series, e.g. namespace="llm".'),
+        ] = None,
     ) -> list[EvidenceImportResult]:
         from starlette.concurrency import run_in_threadpool
 
         from registry.importers.service import ImportOptions, import_files
 
+        if prometheus:
+            _check_prometheus_allowed(prometheus, request.app.state.settings)
         uploads = await _read_uploads(files)
         try:
             inputs, single, mixed = _class_files(uploads, [c for c in traffic_class or [] if c])
@@ -270,6 +307,8 @@ def evidence_router() -> APIRouter:
             runtime=_parse_runtime(runtime),
             name=name or None,
             mixed=mixed,
+            prometheus=prometheus or None,
+            selector=selector or None,
         )
 
         def work() -> list[ImportResult]:

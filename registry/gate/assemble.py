@@ -32,7 +32,7 @@ from registry.gate.input_document import (
 from registry.gate.kv_tail import kv_scenarios
 from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
 from registry.records.common import Basis, Distribution
-from registry.records.evidence import ImportFindings, LoadTestEvidence, Offered
+from registry.records.evidence import ClassResult, ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
 from registry.staleness.rules import Change
 
@@ -164,6 +164,72 @@ def _offered_prompt_p99(evidence: LoadTestEvidence, traffic_class: str) -> float
     return _q(offered, 99) if offered is not None else None
 
 
+def _class_cancellation(result: ClassResult, offered: Offered, *, single: bool) -> float | None:
+    """The share of a class's requests the test cancelled. Requests cut off when the tool
+    stopped measuring are left out: they were neither served nor cancelled by a client."""
+    if result.cancelled is not None:
+        settled = [result.completed, result.failed]
+        if all(n is not None for n in settled):
+            total = (result.completed or 0) + (result.failed or 0) + result.cancelled
+        else:
+            total = (result.requests or 0) - (result.incomplete or 0)
+        return round(result.cancelled / total, 6) if total > 0 else None
+    # A single-class test whose file counts no cancellations ran at the rate it was given.
+    return offered.cancellation_rate if single else None
+
+
+def _mean_prompt(traffic_class: TrafficClass) -> float:
+    stated = traffic_class.prompt_tokens.mean
+    return float(stated) if stated is not None else _q(traffic_class.prompt_tokens, 50)
+
+
+def _workload_prefix_share(evidence: LoadTestEvidence, workload: WorkloadProfile) -> float | None:
+    """Production's prefix-cache share for the mix the test offered: each class's share
+    weighted by the prompt tokens it brought to the test (its requests there, else its peak
+    rate, times its mean prompt). Unknown when any offered class's share is unknown."""
+    offered = evidence.offered.classes or list(evidence.results.per_class)
+    classes = [c for c in workload.classes if c.name in offered]
+    if not classes or any(c.prefix_cache_share is None for c in classes):
+        return None
+    results = evidence.results.per_class
+    counts = {c.name: results[c.name].requests if c.name in results else None for c in classes}
+    use_counts = all(n for n in counts.values())
+    weights = {
+        c.name: float(counts[c.name] or 0 if use_counts else c.arrival.peak_rps) * _mean_prompt(c)
+        for c in classes
+    }
+    total = sum(weights.values())
+    if total <= 0:
+        return None
+    share = sum(weights[c.name] * (c.prefix_cache_share or 0.0) for c in classes) / total
+    return round(share, 6)
+
+
+def _prefix_hit_rate(evidence: LoadTestEvidence) -> float | None:
+    server = evidence.server
+    if server is not None and server.prefix_cache_hit_rate is not None:
+        return server.prefix_cache_hit_rate
+    return evidence.results.prefix_cache_hit_rate
+
+
+def _queue_p99(evidence: LoadTestEvidence, name: str) -> float | None:
+    """A class's p99 queue wait: the file's own, else the server's when the test offered
+    that class alone (the server's queue histogram does not tell classes apart)."""
+    result = evidence.results.per_class[name]
+    if result.queue_ms is not None:
+        return result.queue_ms.at(99)
+    server = evidence.server
+    if server is not None and len(evidence.results.per_class) == 1:
+        return server.queue_p99_ms
+    return None
+
+
+def _warmup_s(evidence: LoadTestEvidence) -> float | None:
+    if evidence.results.warmup_s is not None:
+        return evidence.results.warmup_s
+    return evidence.server.warmup_s if evidence.server is not None else None
+
+
 def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
     evidence = item.model
     offered = evidence.offered
@@ -174,9 +240,10 @@ def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
             ttft_p99_ms=result.ttft_ms.at(99) if result.ttft_ms else None,
             tpot_p99_ms=result.tpot_ms.at(99) if result.tpot_ms else None,
             e2e_p99_ms=result.e2e_ms.at(99) if result.e2e_ms else None,
-            queue_p99_ms=result.queue_ms.at(99) if result.queue_ms else None,
+            queue_p99_ms=_queue_p99(evidence, name),
             error_rate=_error_rate(result.completed, result.failed),
             prompt_tokens_p99=_offered_prompt_p99(evidence, name),
+            cancellation_rate=_class_cancellation(result, offered, single=len(results) == 1),
         )
         for name, result in results.items()
     }
@@ -206,7 +273,9 @@ def _evidence(item: EvidenceItem, context: PlanContext) -> EvidenceInput:
         findings=_findings(evidence, context.workload),
         # Evidence pinned to a plan ran that plan's serving config; otherwise assume TP=1.
         arrival_cv=_arrival_cv(offered),
-        warmup_s=evidence.results.warmup_s,
+        warmup_s=_warmup_s(evidence),
+        prefix_cache_hit_rate=_prefix_hit_rate(evidence),
+        workload_prefix_cache_share=_workload_prefix_share(evidence, context.workload),
         tp_degree=context.plan.parallelism.tensor_parallel if measured.plan else 1,
         interconnect=context.provider.accelerator.interconnect.kind.value,
     )
@@ -428,13 +497,14 @@ def manifests_input(
         return stated
     if stated is None:
         return ManifestsInput(checked=False, discrepancies=[])
-    from registry.manifests.consistency import discrepancies
+    from registry.manifests.consistency import discrepancies, notes
 
     return ManifestsInput(
         checked=True,
         discrepancies=[
             ManifestDiscrepancyInput(**found.model_dump()) for found in discrepancies(plan, stated)
         ],
+        notes=notes(plan, stated),
     )
 
 

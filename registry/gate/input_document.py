@@ -112,6 +112,12 @@ class EvidenceClassInput(_Doc):
     prompt_tokens_p99: float | None = Field(
         description="p99 of the prompt lengths the test offered this class; null when unknown."
     )
+    cancellation_rate: float | None = Field(
+        default=None,
+        description="Share of this class's requests the test cancelled: cancelled / "
+        "(completed + failed + cancelled), or the rate the tool was configured with when "
+        "a single-class file counts no cancellations; null when unknown.",
+    )
 
 
 class EvidenceFindings(_Doc):
@@ -157,6 +163,18 @@ class EvidenceInput(RecordIdentity):
     )
     warmup_s: float | None = Field(
         description="Cold start to ready measured during the test, seconds; null if not measured."
+    )
+    prefix_cache_hit_rate: float | None = Field(
+        default=None,
+        description="Share of prompt tokens the server's prefix cache served during the test "
+        "(from its Prometheus series at import, else as the record states it); null when "
+        "nothing states it.",
+    )
+    workload_prefix_cache_share: float | None = Field(
+        default=None,
+        description="The workload's prefix-cache share over the classes the test offered, "
+        "weighted by the prompt tokens each brought (the test's requests of the class, else "
+        "its peak rate, x the workload's mean prompt); null when a class's share is unknown.",
     )
     tp_degree: int = Field(description="Tensor-parallel degree of the serving config tested.")
     interconnect: str = Field(description="Interconnect of the provider the test ran on.")
@@ -375,6 +393,12 @@ class ManifestsInput(_Doc):
     discrepancies: list[ManifestDiscrepancyInput] = Field(
         description="Fields the manifests state that disagree with the plan; empty when "
         "not checked."
+    )
+    # A default, so inputs stored before the notes were carried still validate.
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the manifests leave uncompared although they run the plan (its "
+        "zones, when they state only the total replica count); empty when not checked.",
     )
 
 

@@ -11,18 +11,26 @@ time with a zone, that time is used (a contradicting `--measured-at` is refused 
 importer). Otherwise the time came from `--measured-at` (or a zoneless clock read as UTC),
 and bytes already in the registry keep the time their first import gave the same run: the
 record takes it, whatever was given this time, and the result says so in `notes`.
+
+With `--prometheus URL` (`ImportOptions.prometheus`) each record also gets `server`: the
+serving runtime's own series over the test's window, read by
+`registry.importers.server_series` before the write begins (no lock held while Prometheus
+answers). The window starts at the time the record will keep, so a re-imported file reads
+the window of its first import; the record differs from one imported without the flag, so
+it is a new version of it. A record whose time is a guess (a file's time without a zone,
+read as UTC) or that states no duration has no window, and is refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from pydantic import Field
 
-from registry.errors import FieldProblem, InvalidInput
-from registry.importers.common import MeasuredAtSource, is_time_note
+from registry.errors import Conflict, FieldProblem, InvalidInput
+from registry.importers.common import NO_ZONE_NOTE, MeasuredAtSource, is_time_note
 from registry.records.evidence import LoadTestEvidence, RuntimeInfo
 from registry.records.kinds import RecordKind
 from registry.records.views import SubmitResult
@@ -47,6 +55,10 @@ class ImportOptions:
     name: str | None = None  # record name; default: from the file name
     # The files are one per traffic class, run at the same time: one combined record.
     mixed: bool = False
+    # Read the server's own series over each test's window (--prometheus URL; the URL's
+    # credentials, if any, are sent but never stored), scoped by PromQL label matchers.
+    prometheus: str | None = None
+    selector: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,8 +147,71 @@ def import_files(
     Files are parsed before the write begins: the unit of work reruns its body on a lost
     version race, and a large result file should be parsed once and hold no lock.
     """
+    if options.selector and options.prometheus is None:
+        raise _problem("--selector", "scopes the server's series read with --prometheus URL")
     converted = convert_files(files, options)
+    if options.prometheus is not None:
+        converted = with_server_series(database, converted, options, principal=principal)
     return database.write(lambda ctx: submit_converted(ctx, converted), principal=principal)
+
+
+# How the note on a time without a zone ends when that time was read as UTC (common.py).
+_GUESSED_TIME = f"{NO_ZONE_NOTE}read as UTC"
+
+
+def _server_window(file_name: str, record: LoadTestEvidence) -> tuple[datetime, datetime]:
+    """The window the server's series are read over, from the time the record keeps."""
+    from registry.importers.server_series import run_window
+
+    notes = record.findings.notes if record.findings else []
+    guessed = next((n for n in notes if is_time_note(n) and n.endswith(_GUESSED_TIME)), None)
+    if guessed is not None:
+        raise InvalidInput(
+            "the test's window is unknown",
+            problems=[
+                FieldProblem(
+                    "--measured-at",
+                    f"{guessed}: the server's series would be read over a guessed window; "
+                    "give the run's start with its zone",
+                )
+            ],
+            source=file_name,
+        )
+    try:
+        return run_window(record.measured_at, record.offered.duration_s)
+    except InvalidInput as exc:
+        exc.source = file_name
+        raise
+
+
+def with_server_series(
+    database: Database, converted: Sequence[Converted], options: ImportOptions, *, principal: str
+) -> list[Converted]:
+    """Each record with `server`: Prometheus read over the window of the time the record
+    will keep (the first import's, for bytes already imported)."""
+    from registry.importers.server_series import endpoint, read_server_series
+    from registry.observe.prometheus import Prometheus
+
+    assert options.prometheus is not None
+    where = endpoint(options.prometheus)
+    with database.reading() as session:
+        # Only read: the same settling the write repeats, to know the window now.
+        reading = WriteContext(session=session, principal=principal, now=datetime.now(UTC))
+        windows = [
+            _server_window(item.file_name, _keep_first_time(reading, item)[0]) for item in converted
+        ]
+    out: list[Converted] = []
+    with Prometheus(where.url, headers=where.headers) as client:
+        for item, (start, end) in zip(converted, windows, strict=True):
+            server = read_server_series(
+                client,
+                selector=options.selector or "",
+                start=start,
+                end=end,
+                runtime=item.evidence.runtime,
+            )
+            out.append(replace(item, evidence=item.evidence.model_copy(update={"server": server})))
+    return out
 
 
 def _keep_first_time(ctx: WriteContext, item: Converted) -> tuple[LoadTestEvidence, list[str]]:
@@ -183,6 +258,18 @@ def _with_time_notes(notes: list[str], earlier: LoadTestEvidence) -> list[str]:
     return out
 
 
+def _check_server_window(item: Converted, record: LoadTestEvidence) -> None:
+    """The series were read for the time the record keeps; a first import of the same bytes
+    that landed meanwhile can move it, and then they describe another window."""
+    assert record.server is not None
+    if _server_window(item.file_name, record) != (record.server.start, record.server.end):
+        raise Conflict(
+            f"{item.file_name}: another import of these bytes settled their time of measurement "
+            f"({record.measured_at.isoformat()}) while the server's series were read for "
+            f"{record.server.start.isoformat()}: import again"
+        )
+
+
 def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[ImportResult]:
     """Submit records from `convert_files` in the caller's transaction."""
     from registry.records import service
@@ -191,6 +278,9 @@ def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[
     for item in converted:
         try:
             record, notes = _keep_first_time(ctx, item)
+            if record.server is not None:
+                _check_server_window(item, record)
+                notes += [f"{record.name}: server series: {n}" for n in record.server.notes]
             # The one caller allowed to state provenance.entry: imported.
             result = service.submit(ctx, kind=RecordKind.evidence, record=record, via_import=True)
         except InvalidInput as exc:

@@ -24,15 +24,22 @@ CORPUS = ROOT / "tests" / "gate" / "inputs" / "expected.json"
 MEANINGS: dict[str, str] = {
     "autoscaling_blind_metrics": "autoscaling metrics that do not see queueing or KV pressure",
     "claims_max_relative_error": "how far below the prediction a claimed p99 may be",
+    "claims_required": "a missing p99 claim denies (true) or is one note per plan (false)",
     "context_max_rejected_share": "share of a class's requests allowed past max_model_len",
     "distribution_min_p99_over_p50": "a measured distribution's p99 over its median, at least",
     "distribution_min_samples": "samples a measured p99 rests on, at least",
     "evidence_max_age_days": "evidence older than this satisfies nothing",
     "evidence_max_error_rate": "a test with more failed requests shows nothing about the SLO",
+    "evidence_max_prefix_hit_excess": "a test's prefix-cache hit rate above the workload's "
+    "share, at most",
     "evidence_min_arrival_cv_share": "a test's inter-arrival CV over the workload's, at least",
     "evidence_min_prompt_p99_share": "a test's prompt p99 over the workload's, at least",
     "hpa_default_scale_down_stabilization_s": "window assumed when autoscaling declares none",
     "kv_max_preemption_rate": "share of simulated requests preempted per failure scenario",
+    "load_test_max_cancellation_share": "a class's tested cancellation rate over the "
+    "workload's, at most",
+    "load_test_min_cancellation_share": "a class's tested cancellation rate over the "
+    "workload's, at least",
     "load_test_min_output_tokens_cv": "output-length CV a test must exceed",
     "load_test_min_priority_classes": "priority classes a test must offer together",
     "load_test_min_prompt_tokens_cv": "prompt-length CV a test must exceed",

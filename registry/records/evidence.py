@@ -25,6 +25,7 @@ from registry.records.common import (
     quantile_level,
 )
 from registry.records.provider import RUNTIME_VERSION_PATTERN
+from registry.records.server_metrics import ServerMetrics
 
 
 class MeasuredAgainst(Record):
@@ -162,6 +163,13 @@ class Results(Record):
     preemptions: NonNegativeInt | None = None
     kv_cache_usage_peak: Fraction | None = None
     warmup_s: PositiveFloat | None = None
+    prefix_cache_hit_rate: Fraction | None = Field(
+        default=None,
+        description="Share of prompt tokens the server's prefix cache served during the "
+        "test, when the tool or the server states it.",
+        # Left out of dumps when unknown, so records without it hash as before it existed.
+        exclude_if=lambda rate: rate is None,
+    )
 
 
 # ---- findings: what the test exercised, computed at import ----------------------------
@@ -263,6 +271,12 @@ class LoadTestEvidence(Metadata):
         default=None, description="Uniformity and coverage computed at import, with bases."
     )
     provenance: Provenance = Field(default_factory=Provenance)
+    server: ServerMetrics | None = Field(
+        default=None,
+        description="The serving runtime's own series over the test window, read from "
+        "Prometheus at import (--prometheus); null when not read.",
+        exclude_if=lambda server: server is None,
+    )
 
     def raw_digests(self) -> set[str]:
         """Every raw file digest this record claims to be measured from."""

@@ -324,11 +324,15 @@ def test_warnings_reach_annotations_sarif_and_junit_test_cases(
     github = capgate("gate", "check", "chat-assistant-prod", "--format", "github", env=env)
     assert github.returncode == 0, github.stdout + github.stderr
     warnings = decision_of(github, env)["warnings"]
-    assert all("old-load-test@v1" in w for w in warnings)
     # Stale evidence reaches the reader once, as evidence_fresh's notes ("policy.rule:
-    # message"); the gate's own free text (waivers) is the next test's.
-    notes = {w: w.split(": ", 1) for w in warnings if w.startswith("evidence_fresh.")}
-    assert len(notes) == len(warnings) == 2
+    # message"); beside them, the example's own note (its test states no prefix-cache hit
+    # rate). The gate's own free text (waivers) is the next test's.
+    notes = {w: w.split(": ", 1) for w in warnings}
+    stale = [w for w in warnings if w.startswith("evidence_fresh.")]
+    assert len(stale) == 2 and all("old-load-test@v1" in w for w in stale)
+    assert [notes[w][0] for w in warnings if w not in stale] == [
+        "tail_slo.prefix_cache_hit_rate_unknown"
+    ]
     assert github.stdout.splitlines() == [
         *(
             f"::warning title=capgate {notes[w][0]}::{notes[w][1]}"
@@ -349,11 +353,14 @@ def test_warnings_reach_annotations_sarif_and_junit_test_cases(
 
     junit, suite = junit_report(tmp_path, env)
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert cases["evidence_fresh"].findtext("system-out") == "\n".join(
-        f"warning: {w}" for w in warnings if w in notes
-    )
+    for policy in ("evidence_fresh", "tail_slo"):
+        assert cases[policy].findtext("system-out") == "\n".join(
+            f"warning: {w}" for w in warnings if w.startswith(f"{policy}.")
+        )
     assert all(
-        case.find("system-out") is None for n, case in cases.items() if n != "evidence_fresh"
+        case.find("system-out") is None
+        for n, case in cases.items()
+        if n not in ("evidence_fresh", "tail_slo")
     )
     properties = [p.get("value") for p in suite.iter("property") if p.get("name") == "warning"]
     assert properties == decision_of(junit, env)["warnings"] == warnings
@@ -398,7 +405,7 @@ def test_waived_violation_is_a_notice_and_its_waiver_warning_reaches_the_policy(
     notices = [line for line in lines if line.startswith("::notice title=capgate drain_")]
     assert len(notices) == len(decision["waived"]) > 0
     assert all("(waiver drain-grace-exception@v1, owner sre-lead@example.com" in n for n in notices)
-    (expiring,) = [line for line in lines if line.startswith("::warning")]
+    (expiring,) = [line for line in lines if line.startswith("::warning title=capgate warning")]
     assert expiring.startswith("::warning title=capgate warning::waiver drain-grace-exception@v1")
     assert "expires in 10 days" in expiring
 

@@ -370,5 +370,6 @@ def test_conservative_claims_allow_with_a_warning(
     decision = gate(registered, engine)
     assert decision.outcome is Outcome.allow, decision.violations
     (note,) = [w for w in decision.warnings if "claims_pessimistic" in w]
-    assert note.startswith("tail_slo.claims_pessimistic: class interactive: the plan claims ")
-    assert "ttft_p99_ms 5000 ms" in note and note.endswith("the claim is conservative")
+    assert note.startswith("tail_slo.claims_pessimistic: the plan's claims exceed the ")
+    assert "interactive.ttft_p99_ms 5000 ms (predicted " in note
+    assert note.endswith("the claims are conservative")

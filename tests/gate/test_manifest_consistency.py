@@ -161,7 +161,7 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["outcome"] == "allow"
     stored = client.get(f"/v1/decisions/{response.json()['id']}/input").json()["input"]
-    assert stored["manifests"] == {"checked": True, "discrepancies": []}
+    assert stored["manifests"] == {"checked": True, "discrepancies": [], "notes": []}
 
     folder = drifted(tmp_path)
     body = stated_fields([str(folder)]).model_dump(mode="json")
@@ -184,7 +184,38 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
     response = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
     assert response.json()["outcome"] == "allow"
     stored = client.get(f"/v1/decisions/{response.json()['id']}/input").json()["input"]
-    assert stored["manifests"] == {"checked": False, "discrepancies": []}
+    assert stored["manifests"] == {"checked": False, "discrepancies": [], "notes": []}
+
+
+def test_api_what_the_manifests_leave_uncompared_is_a_note(
+    client: TestClient, tmp_path: Path
+) -> None:
+    """A soft zone spread leaves the zones to the scheduler: the total is compared and
+    agrees, and the decision says the zones were not compared, in a note."""
+    folder = edited_example_manifests(
+        tmp_path,
+        {
+            "deployment.yaml": [
+                ("whenUnsatisfiable: DoNotSchedule", "whenUnsatisfiable: ScheduleAnyway")
+            ]
+        },
+    )
+    body = stated_fields([str(folder)]).model_dump(mode="json")
+    response = client.post(
+        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": body}
+    )
+    assert response.status_code == 200, response.text
+    decision = response.json()
+    assert decision["outcome"] == "allow", decision["violations"]
+    deployment = folder / "deployment.yaml"
+    note = (
+        "replicas_per_zone (us-east1-b: 3, us-east1-c: 3, us-east1-d: 3) is not compared: "
+        f"the manifests run 9 replicas ({deployment}:{line_of(deployment, '  replicas: 9')}) "
+        "but leave which zone runs how many to the scheduler; only their total is compared"
+    )
+    assert f"manifests_consistent.manifests_not_compared: {note}" in decision["warnings"]
+    stored = client.get(f"/v1/decisions/{decision['id']}/input").json()["input"]
+    assert stored["manifests"] == {"checked": True, "discrepancies": [], "notes": [note]}
 
 
 def test_fail_api_malformed_manifests_is_422_and_stores_nothing(client: TestClient) -> None:

@@ -6,7 +6,7 @@ prompt lengths, two or three zones), the plan is rewritten the way an engineer f
 ceiling and scale-down window, the reserve the recommendation leaves, and claims equal to
 the recomputed p99s. Beside it, fresh imported evidence that matches the workload: taken
 at the per-replica load after losing the largest zone, showing the recomputed latencies
-of that scenario, with the workload's burstiness, prompt lengths, cancellations and both
+of that scenario, with the workload's burstiness, prompt lengths, cancellation rates and both
 priority classes. Every policy must then allow, on the embedded engine; a deny means the
 recommendation leaves out something a rule requires (or the rule is wrong).
 """
@@ -110,6 +110,7 @@ def matching_evidence(document: dict[str, Any], sized: PlanRecomputation) -> dic
             "queue_p99_ms": survivors[name].queue_p99_ms,
             "error_rate": 0.0,
             "prompt_tokens_p99": classes[name]["prompt_tokens_p99"],
+            "cancellation_rate": classes[name]["cancellation_rate"],
         }
         for name in classes
     }

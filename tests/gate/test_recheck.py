@@ -91,7 +91,8 @@ def blind_to_manifests() -> PolicyBundle:
     assert path in bundle.modules
     modules = {
         **bundle.modules,
-        path: "package capgate.policies.manifests_consistent\n\nviolations := set()\n",
+        path: "package capgate.policies.manifests_consistent\n\nviolations := set()\n\n"
+        "notes := set()\n",
     }
     return PolicyBundle.from_sources(modules, bundle.data)
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import re
+from pathlib import Path
 
 import pytest
 
 from registry.gate.input_document import GateInput
-from registry.policy.bundle import policies_root
+from registry.policy.bundle import PolicyBundle, load_bundle, policies_root
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.engine import PolicyDecision
 from registry.policy.opa_server import OpaServerEngine
 from tests.policy.conftest import CASES, EXPECTED, INPUTS, load_case
+from tests.support.opa_server import running_opa
 
 
 def _rules(decision: PolicyDecision) -> list[str]:
@@ -171,7 +174,121 @@ def test_success_conservative_claims_are_a_note_on_both_engines(
     decisions = [embedded.decide(case), opa_engine.decide(case)]
     for decision in decisions:
         assert decision.allow is True
-        assert [(n.rule, n.severity, n.details["claimed"]) for n in decision.notes] == [
-            ("claims_pessimistic", "info", 2200)
+        assert [(n.rule, n.severity, n.details["claims"]) for n in decision.notes] == [
+            (
+                "claims_pessimistic",
+                "info",
+                [
+                    {
+                        "class": "interactive",
+                        "metric": "ttft_p99_ms",
+                        "claimed": 2200,
+                        "predicted": 1100,
+                    }
+                ],
+            )
         ]
     assert decisions[0] == decisions[1]
+
+
+def _on_both(embedded: EmbeddedEngine, opa_engine: OpaServerEngine, name: str) -> PolicyDecision:
+    """The corpus case's decision, the same on both engines."""
+    case = load_case(name)
+    decision = embedded.decide(case)
+    assert opa_engine.decide(case) == decision
+    return decision
+
+
+def test_success_conservative_claims_are_one_note_per_plan_on_both_engines(
+    embedded: EmbeddedEngine, opa_engine: OpaServerEngine
+) -> None:
+    """Six conservative claims over two classes: one note naming them all, in the same
+    order on both engines."""
+    (note,) = _on_both(embedded, opa_engine, "compliant__claims_copied_from_slos.json").notes
+    assert (note.rule, note.severity) == ("claims_pessimistic", "info")
+    assert [(c["class"], c["metric"]) for c in note.details["claims"]] == [
+        ("batch", "e2e_p99_ms"),
+        ("batch", "tpot_p99_ms"),
+        ("batch", "ttft_p99_ms"),
+        ("interactive", "e2e_p99_ms"),
+        ("interactive", "tpot_p99_ms"),
+        ("interactive", "ttft_p99_ms"),
+    ]
+    assert note.message == (
+        "the plan's claims exceed the recomputation by more than claims_max_relative_error "
+        "0.2 of the prediction: batch.e2e_p99_ms 240000 ms (predicted 72000 ms), "
+        "batch.tpot_p99_ms 100 ms (predicted 48 ms), batch.ttft_p99_ms 10000 ms (predicted "
+        "5200 ms), interactive.e2e_p99_ms 75000 ms (predicted 34400 ms), interactive.tpot_p99_ms "
+        "60 ms (predicted 36.8 ms), interactive.ttft_p99_ms 1500 ms (predicted 880 ms); the claims "
+        "are conservative"
+    )
+
+
+MISSING_CLAIMS = [
+    ("batch", "ttft_p99_ms", 5200),
+    ("batch", "tpot_p99_ms", 48),
+    ("batch", "e2e_p99_ms", 72000),
+    ("interactive", "ttft_p99_ms", 880),
+    ("interactive", "tpot_p99_ms", 36.8),
+    ("interactive", "e2e_p99_ms", 34400),
+]
+
+
+def _claims_required_bundle() -> PolicyBundle:
+    """The shipped bundle with claims_required on: a missing claim denies."""
+    base = load_bundle()
+    data = copy.deepcopy(base.data)
+    data["capgate"]["thresholds"]["claims_required"] = True
+    return PolicyBundle.from_sources(dict(base.modules), data)
+
+
+def test_success_missing_claims_are_one_note_by_default(
+    embedded: EmbeddedEngine, opa_engine: OpaServerEngine
+) -> None:
+    decision = _on_both(embedded, opa_engine, "tail_slo__no_claims.json")
+    assert decision.allow is True
+    (note,) = decision.notes
+    assert (note.policy, note.rule, note.severity) == ("tail_slo", "claims_missing", "info")
+    assert [
+        (c["class"], c["metric"], pytest.approx(c["predicted"])) for c in note.details["claims"]
+    ] == MISSING_CLAIMS
+    assert note.message.startswith(
+        "the plan claims no batch.ttft_p99_ms (predicted 5200 ms), batch.tpot_p99_ms "
+        "(predicted 48 ms), batch.e2e_p99_ms (predicted 72000 ms), "
+    )
+
+
+@pytest.mark.opa
+def test_fail_missing_claims_deny_when_the_data_requires_them(opa_binary: Path) -> None:
+    """claims_required is data: the same modules with it on deny the plan without claims,
+    a violation per missing claim, identically on both engines."""
+    required = _claims_required_bundle()
+    case = load_case("tail_slo__no_claims.json")
+    with running_opa(opa_binary, bundle=required) as url:
+        decisions = [
+            EmbeddedEngine(required).decide(case),
+            OpaServerEngine(url, required).decide(case),
+        ]
+    assert decisions[0] == decisions[1]
+    decision = decisions[0]
+    assert decision.allow is False and decision.policies == ["tail_slo"]
+    assert sorted(
+        (v.details["class"], v.details["metric"], v.details["field"]) for v in decision.violations
+    ) == sorted(
+        (name, metric, f"claims.per_class.{name}.{metric}") for name, metric, _ in MISSING_CLAIMS
+    )
+    assert {v.rule for v in decision.violations} == {"claims_missing"}
+    assert [n for n in decision.notes if n.rule == "claims_missing"] == []
+    assert EmbeddedEngine().decide(case).allow is True  # the shipped data: a note only
+
+
+def test_success_manifests_notes_reach_the_decision(
+    embedded: EmbeddedEngine, opa_engine: OpaServerEngine
+) -> None:
+    name = "compliant__manifests_leave_zones_to_scheduler.json"
+    case = load_case(name)
+    decision = _on_both(embedded, opa_engine, name)
+    assert decision.allow is True
+    assert [(n.policy, n.rule, n.severity, n.message) for n in decision.notes] == [
+        ("manifests_consistent", "manifests_not_compared", "info", case["manifests"]["notes"][0])
+    ]
