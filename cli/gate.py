@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -62,35 +64,97 @@ class Format(StrEnum):
     gitlab = "gitlab"
 
 
-def _write(text: str, output: Path | None) -> None:
-    if output is None:
-        typer.echo(text)
-    else:
-        output.write_text(text + "\n", encoding="utf-8")
+# The formats that place findings in files (the plan's, the manifests'); their paths are
+# written relative to the repository root.
+LOCATED = frozenset({Format.junit, Format.github, Format.sarif, Format.gitlab})
+FORMATS = ", ".join(f.value for f in Format)
+
+FormatOpt = Annotated[
+    list[Format] | None,
+    typer.Option(
+        "--format",
+        help="Report format: text, json, junit (JUnit XML), github (GitHub Actions "
+        "annotations), sarif (SARIF 2.1.0) or gitlab (GitLab Code Quality). Default text, "
+        "on stdout or in --output; each further report: --report.",
+        show_default=False,
+    ),
+]
+OutputOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--output", help="Write the --format report to this file, not stdout."),
+]
+ReportOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--report",
+        metavar="FORMAT=PATH",
+        help="Also write the same decision as FORMAT to the file PATH (repeatable: "
+        "--report junit=gate.xml --report sarif=gate.sarif).",
+        show_default=False,
+    ),
+]
+PlanFileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--plan-file",
+        help="The file the plan was submitted from: reports place findings that no "
+        "manifest locates there (capgate does not know where a plan came from).",
+    ),
+]
+JsonFormatOpt = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
+
+
+@dataclass(frozen=True)
+class Report:
+    format: Format
+    path: Path | None  # None: stdout
+
+
+def _reports(
+    formats: list[Format] | None,
+    outputs: list[Path] | None,
+    json_out: bool,
+    extra: list[str] | None,
+) -> list[Report]:
+    """The reports asked for: the --format one (stdout or --output), then each --report.
+
+    A usage error (exit 2, before anything is decided) for a --format or --output given
+    twice: options do not say which --output follows which --format, so further reports
+    are named with theirs (--report FORMAT=PATH)."""
+    from cli.output import fail
+
+    for name, given in (("--format", formats), ("--output", outputs)):
+        if given and len(given) > 1:
+            fail(
+                f"{name} given {len(given)} times: one --format (on stdout, or in --output), "
+                "and --report FORMAT=PATH for each further report"
+            )
+    chosen = formats[0] if formats else None
+    if json_out and chosen not in (None, Format.json):
+        fail(f"--json and --format {chosen} disagree: --json is --format json; give one")
+    reports = [
+        Report(Format.json if json_out else chosen or Format.text, outputs[0] if outputs else None)
+    ]
+    for value in extra or []:
+        name, _, path = value.partition("=")
+        if name not in Format.__members__ or not path:
+            fail(f"--report {value}: give FORMAT=PATH, FORMAT one of {FORMATS}")
+        reports.append(Report(Format(name), Path(path)))
+    files = [report.path.resolve() for report in reports if report.path is not None]
+    for file in files:
+        if files.count(file) > 1:
+            fail(f"{file}: two reports would be written to this file")
+    return reports
 
 
 @gate_app.command("check")
 def check(
     plan: Annotated[str, typer.Argument(help="Plan reference: name, name@vN or sha256:...")],
-    output_format: Annotated[
-        Format | None,
-        typer.Option(
-            "--format",
-            help="Report format: text, json, junit (JUnit XML), github (GitHub Actions "
-            "annotations), sarif (SARIF 2.1.0) or gitlab (GitLab Code Quality). Default text.",
-            show_default=False,
-        ),
-    ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
-    output: Annotated[Path | None, typer.Option("--output", help="Write the report here.")] = None,
-    plan_file: Annotated[
-        str | None,
-        typer.Option(
-            "--plan-file",
-            help="The plan's file in the repository, for github, sarif and gitlab reports to "
-            "point at (capgate does not know where a plan came from).",
-        ),
-    ] = None,
+    output_format: FormatOpt = None,
+    json_out: JsonFormatOpt = False,
+    output: OutputOpt = None,
+    report: ReportOpt = None,
+    plan_file: PlanFileOpt = None,
     manifests: Annotated[
         list[str] | None,
         typer.Option(
@@ -120,23 +184,39 @@ def check(
     ] = None,
     server: ServerOpt = None,
 ) -> None:
-    """Evaluate every policy on PLAN, store the decision and exit with its code."""
+    """Evaluate every policy on PLAN, store the decision, write each report and exit with
+    its code (an error that leaves no decision is written in each report too)."""
     from cli.output import fail
 
-    if json_out and output_format not in (None, Format.json):
-        fail(f"--json and --format {output_format} disagree: --json is --format json; give one")
-    chosen = Format.json if json_out else output_format or Format.text
+    reports = _reports(output_format, output, json_out, report)
     if engine is not None and server:
         fail("--engine chooses a local check's engine; with --server the server's decides")
     if engine is not None:
         import os
 
         os.environ["CAPGATE_POLICY_ENGINE"] = engine.value
-    if plan_file is not None and chosen not in (Format.github, Format.sarif, Format.gitlab):
-        fail("--plan-file is for --format github, sarif or gitlab")
+    try:
+        decision = _decide(plan, manifests, policy_release, server)
+    except (typer.Exit, typer.Abort, typer.TyperException):
+        # Typer's own (it vendors click since 0.28: the click package, which a bare
+        # install lacks, raises other classes): usage errors and exits, not failures.
+        raise
+    except Exception as exc:
+        # No decision: the reports say why the pipeline stopped; the error itself is
+        # raised on, for the one line on stderr and exit 2 (cli.main.run).
+        from registry.gate.undecided import Undecided
+
+        _emit(Undecided(plan, _error_line(exc)), reports, plan_file, verdict=False)
+        raise
+    _emit(decision, reports, plan_file, verdict=True)
+    raise typer.Exit(decision.outcome.exit_code)
+
+
+def _decide(
+    plan: str, manifests: list[str] | None, policy_release: str | None, server: str | None
+) -> DecisionLike:
     # Manifests are read here, where the files are, and before anything is asked of the
     # registry: one that cannot be read is an error (exit 2) and no decision is stored.
-    decision: DecisionLike
     if server:
         from cli.remote_gate import check_remote
         from registry.settings import Settings
@@ -148,28 +228,83 @@ def check(
             from registry.manifests.stated import stated_document
 
             sent = stated_document(manifests)
-        decision = check_remote(
+        return check_remote(
             server, Settings.from_env().token(), plan, sent, policy_release=policy_release
         )
-    else:
-        from cli.backend import open_backend
+    from cli.backend import open_backend
 
-        stated = None
-        if manifests:
-            from registry.manifests.consistency import stated_fields
+    stated = None
+    if manifests:
+        from registry.manifests.consistency import stated_fields
 
-            stated = stated_fields(manifests)
-        backend = open_backend(None)
-        with _planner_progress(backend, terminal_only=True):
-            decision = backend.gate_check(plan, stated, policy_release)
-    _write(_render(decision, chosen, plan_file), output)
-    if output is not None or chosen is not Format.text:
-        # Pipelines read one line on stderr whatever the report's format or destination.
+        stated = stated_fields(manifests)
+    backend = open_backend(None)
+    with _planner_progress(backend, terminal_only=True):
+        return backend.gate_check(plan, stated, policy_release)
+
+
+def _error_line(exc: Exception) -> str:
+    """The error as the one line on stderr says it (cli.main.run)."""
+    from registry.errors import CapgateError, InvalidInput
+
+    if isinstance(exc, InvalidInput):
+        return exc.one_line()
+    if isinstance(exc, CapgateError):
+        return exc.message
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
+def _emit(
+    decision: DecisionLike,
+    reports: list[Report],
+    plan_file: str | None,
+    *,
+    verdict: bool,
+    text: Callable[[Any], str] | None = None,
+) -> None:
+    """Every report of one decision: the files first, then stdout; then (``verdict``) the
+    one-line verdict on stderr unless stdout is the text report, which begins with it."""
+    from cli.output import fail
+    from registry.gate.undecided import Undecided
+
+    relative = None
+    if any(report.format in LOCATED for report in reports):
+        from cli.repo_paths import repo_relative
+
+        relative = repo_relative()
+    undecided = isinstance(decision, Undecided)
+    for report in reports:
+        if report.path is None and report.format is Format.text and undecided:
+            continue  # the error's one line on stderr is that report
+        rendered = _render(decision, report.format, plan_file, relative=relative, text=text)
+        if report.path is None:
+            typer.echo(rendered)
+            continue
+        try:
+            report.path.write_text(rendered + "\n", encoding="utf-8")
+        except OSError as exc:
+            fail(f"{report.path}: cannot write the {report.format} report: {exc.strerror}")
+    if verdict and any(r.path is not None or r.format is not Format.text for r in reports):
+        # Pipelines read one line on stderr whatever the reports' formats or destinations.
         typer.echo(decision.verdict(), err=True)
-    raise typer.Exit(decision.outcome.exit_code)
 
 
-def _render(decision: DecisionLike, chosen: Format, plan_file: str | None) -> str:
+def _render(
+    decision: DecisionLike,
+    chosen: Format,
+    plan_file: str | None = None,
+    *,
+    relative: Callable[[str], str] | None = None,
+    text: Callable[[Any], str] | None = None,
+) -> str:
+    from registry.gate.undecided import Undecided
+
+    if isinstance(decision, Undecided) and chosen in (Format.json, Format.text):
+        return (
+            json.dumps(decision.as_json(), indent=2, ensure_ascii=False)
+            if chosen is Format.json
+            else decision.verdict()
+        )
     if chosen is Format.json:
         from registry.gate.outcome import WireDecision
 
@@ -178,22 +313,26 @@ def _render(decision: DecisionLike, chosen: Format, plan_file: str | None) -> st
             return json.dumps(decision.raw, indent=2, ensure_ascii=False)
         return cast("DecisionView", decision).model_dump_json(indent=2)
     if chosen is Format.junit:
-        from registry.gate.report import policy_ids, render_junit
+        from registry.gate.junit import render_junit
+        from registry.gate.report import policy_ids
         from registry.policy.bundle import load_bundle
 
-        return render_junit(decision, policy_ids(list(load_bundle().modules)))
+        ids = policy_ids(list(load_bundle().modules))
+        return render_junit(decision, ids, plan_file=plan_file, relative=relative)
     if chosen is Format.github:
         from registry.gate.formats import render_github
 
-        return render_github(decision, plan_file=plan_file)
+        return render_github(decision, plan_file=plan_file, relative=relative)
     if chosen is Format.sarif:
         from registry.gate.formats import render_sarif
 
-        return render_sarif(decision, plan_file=plan_file)
+        return render_sarif(decision, plan_file=plan_file, relative=relative)
     if chosen is Format.gitlab:
         from registry.gate.formats import render_gitlab
 
-        return render_gitlab(decision, plan_file=plan_file)
+        return render_gitlab(decision, plan_file=plan_file, relative=relative)
+    if text is not None:
+        return text(decision)
     from registry.gate.report import render_text
 
     return render_text(decision)
@@ -202,21 +341,34 @@ def _render(decision: DecisionLike, chosen: Format, plan_file: str | None) -> st
 @gate_app.command("show")
 def show(
     decision_id: Annotated[str, typer.Argument(help="Decision id (a UUID).")],
+    output_format: FormatOpt = None,
+    json_out: JsonFormatOpt = False,
+    output: OutputOpt = None,
+    report: ReportOpt = None,
+    plan_file: PlanFileOpt = None,
     server: ServerOpt = None,
-    json_out: JsonOpt = False,
 ) -> None:
-    """Show a stored decision: outcome, violations, waivers and the digests of its inputs."""
+    """Show a stored decision: outcome, violations, waivers and the digests of its inputs;
+    in any report format, as `gate check` wrote it (exit 0: the decision was read)."""
     from cli.backend import open_backend
+
+    reports = _reports(output_format, output, json_out, report)
+    decision = open_backend(server).get_decision(decision_id)
+    _emit(decision, reports, plan_file, verdict=False, text=_shown_text)
+
+
+def _shown_text(decision: DecisionView) -> str:
     from registry.gate.report import render_text
 
-    decision = open_backend(server).get_decision(decision_id)
-    if json_out:
-        emit_json(decision)
-        return
-    typer.echo(render_text(decision))
-    typer.echo(f"  asked by {decision.principal} at {decision.created_at.isoformat()}")
+    lines = [
+        render_text(decision),
+        f"  asked by {decision.principal} at {decision.created_at.isoformat()}",
+    ]
     if decision.needs_recheck:
-        typer.echo("  needs re-evaluation: the policy bundle changed since (capgate gate recheck)")
+        lines.append(
+            "  needs re-evaluation: the policy bundle changed since (capgate gate recheck)"
+        )
+    return "\n".join(lines)
 
 
 class OutcomeFilter(StrEnum):

@@ -260,12 +260,33 @@ def __getattr__(name: str) -> typer.Typer:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Top-level modules of the `server` extra (pyproject.toml): a thin install (the bare
+# package, for `--server`) lacks them, and a command that needs one says how to get it.
+SERVER_MODULES = frozenset(
+    {
+        "sqlalchemy", "alembic", "pydantic", "pydantic_settings", "fastapi", "uvicorn",
+        "httpx", "psycopg", "opa_client", "opapywasm", "wasmtime", "multipart",
+        "python_multipart", "numpy", "orjson", "matplotlib", "jinja2", "jwt", "cryptography",
+    }
+)  # fmt: skip
+
+
 def run() -> None:
     """Console entry point: maps capgate's errors to one line and an exit code."""
     # Typer runs in standalone mode: it shows its own usage errors and exits (2) itself,
     # so whatever reaches the handler below is capgate's.
     try:
         _app_for(sys.argv[1:])()
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in SERVER_MODULES:
+            raise
+        print(
+            f"capgate: error: this command needs capgate's server dependencies (no module "
+            f"{exc.name!r}): pip install 'capgate[server]'; the bare package runs only "
+            "`capgate gate check PLAN --server URL`",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     except Exception as exc:
         from registry.errors import CapgateError, InvalidInput
 

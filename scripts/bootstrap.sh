@@ -8,8 +8,9 @@ PYTHON="${PYTHON:-python3}"
 if [[ ! -x .venv/bin/python ]]; then
     "$PYTHON" -m venv .venv
 fi
-extra=""
-[[ "${1:-}" == "--dev" ]] && extra="[dev]"
+# The server extra is what runs the registry here (the bare package is the thin client).
+extra="[server]"
+[[ "${1:-}" == "--dev" ]] && extra="[server,dev]"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".${extra}"
 # Byte-compile capgate's own modules, as pip does a wheel's at install: an editable install

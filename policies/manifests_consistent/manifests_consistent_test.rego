@@ -57,3 +57,45 @@ test_success_input_without_notes_has_none if {
 	# An input stored before the notes were carried.
 	manifests_consistent.notes == set() with input as _input(true, [])
 }
+
+_model := {"field": "model.name", "provider": "meta-llama/Llama-3.1-8B-Instruct", "manifests": "Qwen/Qwen3-8B", "read": "", "file": "k8s/deployment.yaml", "document": 0, "line": 58}
+
+_gpu := {"field": "accelerator.name", "provider": "H100-SXM-80GB", "manifests": "L4", "read": "cloud.google.com/gke-accelerator: nvidia-l4", "file": "k8s/deployment.yaml", "document": 0, "line": 39}
+
+_served(found) := {
+	"provider": {"ref": "llama31-8b-h100-vllm@v1"},
+	"manifests": {"checked": true, "discrepancies": [], "provider_discrepancies": found},
+}
+
+test_fail_model_contradicts_provider if {
+	manifests_consistent.violations == {{
+		"policy": "manifests_consistent", "rule": "manifest_contradicts_provider", "severity": "high",
+		"message": "model.name is meta-llama/Llama-3.1-8B-Instruct in provider llama31-8b-h100-vllm@v1 but Qwen/Qwen3-8B in k8s/deployment.yaml:58",
+		"details": {"field": "model.name", "provider": "meta-llama/Llama-3.1-8B-Instruct", "manifests": "Qwen/Qwen3-8B", "read": "", "file": "k8s/deployment.yaml", "line": 58},
+	}} with input as _served([_model])
+}
+
+test_fail_what_was_read_follows_the_line if {
+	[v.message | some v in manifests_consistent.violations] == [
+		"accelerator.name is H100-SXM-80GB in provider llama31-8b-h100-vllm@v1 but L4 in k8s/deployment.yaml:39 (cloud.google.com/gke-accelerator: nvidia-l4)",
+		"model.name is meta-llama/Llama-3.1-8B-Instruct in provider llama31-8b-h100-vllm@v1 but Qwen/Qwen3-8B in k8s/deployment.yaml:58",
+	] with input as _served([_gpu, _model])
+}
+
+test_fail_provider_without_a_ref_is_named_the_provider if {
+	[v.message | some v in manifests_consistent.violations] == ["model.name is meta-llama/Llama-3.1-8B-Instruct in the provider but Qwen/Qwen3-8B in k8s/deployment.yaml:58"] with input as {"manifests": {"checked": true, "discrepancies": [], "provider_discrepancies": [_model]}}
+}
+
+test_success_provider_not_checked if {
+	manifests_consistent.violations == set() with input as {"provider": {"ref": "p@v1"}, "manifests": {"checked": false, "discrepancies": [], "provider_discrepancies": [_model]}}
+}
+
+test_success_input_without_provider_discrepancies_has_none if {
+	# An input stored before the provider was compared.
+	manifests_consistent.violations == set() with input as _input(true, [])
+}
+
+test_fail_plan_and_provider_contradictions_together if {
+	inp := object.union(_served([_model]), {"manifests": {"checked": true, "discrepancies": [_grace], "provider_discrepancies": [_model]}})
+	{v.rule | some v in manifests_consistent.violations} == {"manifest_contradicts_plan", "manifest_contradicts_provider"} with input as inp
+}

@@ -38,6 +38,7 @@ from registry.staleness.rules import Change
 
 if TYPE_CHECKING:
     from registry.manifests.consistency import StatedManifests
+    from registry.records.provider import ProviderProfile
 
 
 def _measured(distribution: Distribution | None) -> bool:
@@ -488,23 +489,32 @@ def production_input(context: PlanContext) -> ProductionInput:
 
 
 def manifests_input(
-    plan: dict[str, Any], stated: StatedManifests | ManifestsInput | None
+    plan: dict[str, Any],
+    stated: StatedManifests | ManifestsInput | None,
+    provider: ProviderProfile | None = None,
 ) -> ManifestsInput:
     """The manifests section: what the manifests given with the check state against
-    ``plan`` (the plan version's content, as validated). A section already compared (an
+    ``plan`` (the plan version's content, as validated), and what they serve against
+    ``provider`` (the provider version the plan pins). A section already compared (an
     earlier decision's on the same plan version, which a recheck carries over) is kept."""
     if isinstance(stated, ManifestsInput):
         return stated
     if stated is None:
         return ManifestsInput(checked=False, discrepancies=[])
+    from registry.gate.input_document import ManifestProviderDiscrepancyInput
     from registry.manifests.consistency import discrepancies, notes
+    from registry.manifests.provider_match import compare_provider
 
+    served, not_compared = compare_provider(provider, stated.fields) if provider else ([], [])
     return ManifestsInput(
         checked=True,
         discrepancies=[
             ManifestDiscrepancyInput(**found.model_dump()) for found in discrepancies(plan, stated)
         ],
-        notes=notes(plan, stated),
+        notes=[*notes(plan, stated), *not_compared],
+        provider_discrepancies=[
+            ManifestProviderDiscrepancyInput(**found.model_dump()) for found in served
+        ],
     )
 
 
@@ -558,6 +568,6 @@ def gate_input(
         ),
         evidence=[_evidence(item, context) for item in context.evidence],
         recomputation=recomputation_input(result, context, previous_calibration),
-        manifests=manifests_input(dump, manifests),
+        manifests=manifests_input(dump, manifests, provider),
         production=production_input(context),
     )

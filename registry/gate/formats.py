@@ -6,13 +6,20 @@ policy's note (waivers not applied or expiring, stale evidence) are ``gate.warni
 an evaluation that failed is ``gate.error`` (``gate`` is the bundle's entry point, never a
 policy id). None knows which file a plan came from: a caller that does passes it. A
 violation whose details name a ``file`` and ``line`` (manifests_consistent: the manifest
-that contradicts the plan) is located there instead, where the fix is made.
+that contradicts the plan) is located there instead, where the fix is made. Every path
+is written as the caller's ``relative`` names it (the CLI's: relative to the repository
+root, as code scanning, annotations and Code Quality expect).
+
+A check that could not decide at all (:class:`registry.gate.undecided.Undecided`) renders
+as an error decision without an id: the report says why the pipeline stopped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +27,7 @@ from urllib.parse import quote
 from registry import __version__
 from registry.gate.outcome import DecisionLike, Outcome
 from registry.gate.report import policy_warning
+from registry.gate.undecided import decision_ref
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -63,15 +71,35 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _source(violation: dict[str, Any]) -> tuple[str, int] | None:
-    """The file and line a violation's details point at, when they name both."""
-    details = violation.get("details")
-    if not isinstance(details, dict):
+def _as_given(path: str) -> str:
+    return path
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where a report puts its findings: a violation at the file and line its details
+    name, anything else at ``plan_file`` (when known); every path as ``relative`` writes it."""
+
+    plan_file: str | None = None
+    relative: Callable[[str], str] = _as_given
+
+    @property
+    def plan(self) -> str | None:
+        return self.relative(self.plan_file) if self.plan_file else None
+
+    def of(self, violation: dict[str, Any]) -> tuple[str, int] | None:
+        """The file and line a violation's details point at, when they name both."""
+        details = violation.get("details")
+        if not isinstance(details, dict):
+            return None
+        file, line = details.get("file"), details.get("line")
+        if isinstance(file, str) and file and isinstance(line, int) and not isinstance(line, bool):
+            return self.relative(file), line
         return None
-    file, line = details.get("file"), details.get("line")
-    if isinstance(file, str) and file and isinstance(line, int) and not isinstance(line, bool):
-        return file, line
-    return None
+
+
+def places(plan_file: str | None, relative: Callable[[str], str] | None) -> Places:
+    return Places(plan_file, relative or _as_given)
 
 
 def _command(
@@ -89,17 +117,23 @@ def _command(
     return f"::{kind} {','.join(properties)}::{escape_data(message)}"
 
 
-def render_github(decision: DecisionLike, *, plan_file: str | None = None) -> str:
+def render_github(
+    decision: DecisionLike,
+    *,
+    plan_file: str | None = None,
+    relative: Callable[[str], str] | None = None,
+) -> str:
     """One annotation per finding: ::error per violation, ::warning per warning, ::notice
     per waived violation and for an allow."""
+    where = places(plan_file, relative)
     lines = []
     if decision.outcome is Outcome.error:
         lines.append(
             _command(
                 "error",
                 "capgate error",
-                f"{decision.plan}: {decision.error} (decision {decision.id})",
-                plan_file,
+                f"{decision.plan}: {decision.error} ({decision_ref(decision)})",
+                where.plan,
             )
         )
     for violation in decision.violations:
@@ -108,41 +142,53 @@ def render_github(decision: DecisionLike, *, plan_file: str | None = None) -> st
                 "error",
                 f"capgate {_rule_id(violation)}",
                 str(violation.get("message")),
-                plan_file,
-                _source(violation),
+                where.plan,
+                where.of(violation),
             )
         )
     for warning in decision.warnings:
         rule_id, message = _warning_finding(warning)
         title = "capgate warning" if rule_id == WARNING_RULE else f"capgate {rule_id}"
-        lines.append(_command("warning", title, message, plan_file))
+        lines.append(_command("warning", title, message, where.plan))
     for violation in decision.waived:
         lines.append(
             _command(
                 "notice",
                 f"capgate {_rule_id(violation)} waived",
                 f"{violation.get('message')} ({_waiver_text(violation)})",
-                plan_file,
-                _source(violation),
+                where.plan,
+                where.of(violation),
             )
         )
     if decision.outcome is Outcome.allow:
-        lines.append(_command("notice", "capgate ALLOW", decision.verdict(), plan_file))
+        lines.append(_command("notice", "capgate ALLOW", decision.verdict(), where.plan))
     return "\n".join(lines)
 
 
 # ---- SARIF 2.1.0 -------------------------------------------------------------------------
 
 
-def render_sarif(decision: DecisionLike, *, plan_file: str | None = None) -> str:
+def render_sarif(
+    decision: DecisionLike,
+    *,
+    plan_file: str | None = None,
+    relative: Callable[[str], str] | None = None,
+) -> str:
     """A SARIF 2.1.0 log of one run: error per violation, warning per warning, note per
-    waived violation (with its waiver as an accepted external suppression)."""
-    common = {"decision": decision.id, "plan": decision.plan}
+    waived violation (with its waiver as an accepted external suppression).
+
+    A result is located in a file whenever one is known: its manifest's file and line,
+    else ``plan_file`` (GitHub code scanning refuses a result with a logical location
+    only). An error is an unsuccessful invocation with a tool execution notification."""
+    where = places(plan_file, relative)
+    common = (
+        {"decision": decision.id, "plan": decision.plan} if decision.id else {"plan": decision.plan}
+    )
     locations: list[dict[str, Any]] = [
         {"logicalLocations": [{"name": decision.plan, "kind": "resource"}]}
     ]
-    if plan_file:
-        locations[0]["physicalLocation"] = {"artifactLocation": {"uri": _uri(plan_file)}}
+    if where.plan:
+        locations[0]["physicalLocation"] = {"artifactLocation": {"uri": _uri(where.plan)}}
     results: list[dict[str, Any]] = []
 
     def add(
@@ -172,7 +218,7 @@ def render_sarif(decision: DecisionLike, *, plan_file: str | None = None) -> str
             "error",
             str(violation.get("message")),
             _numbers(violation),
-            _source(violation),
+            where.of(violation),
         )
     for warning in decision.warnings:
         rule_id, message = _warning_finding(warning)
@@ -188,7 +234,7 @@ def render_sarif(decision: DecisionLike, *, plan_file: str | None = None) -> str
                 "waiver_owner": violation.get("waiver_owner"),
                 "waiver_expires_at": violation.get("waiver_expires_at"),
             },
-            _source(violation),
+            where.of(violation),
             suppressions=[
                 {"kind": "external", "status": "accepted", "justification": _waiver_text(violation)}
             ],
@@ -226,9 +272,16 @@ def render_sarif(decision: DecisionLike, *, plan_file: str | None = None) -> str
                 "properties": {
                     **common,
                     "outcome": decision.outcome.value,
-                    "engine": decision.engine,
-                    "bundle_revision": decision.bundle_revision,
-                    "input_digest": decision.input_digest,
+                    # Nothing to say of an engine or digests when nothing was decided.
+                    **{
+                        name: value
+                        for name, value in (
+                            ("engine", decision.engine),
+                            ("bundle_revision", decision.bundle_revision),
+                            ("input_digest", decision.input_digest),
+                        )
+                        if value
+                    },
                 },
             }
         ],
@@ -288,12 +341,18 @@ def gitlab_fingerprint(plan: str, rule_id: str, subject: str) -> str:
     return hashlib.sha256("\x00".join((plan, rule_id, subject)).encode("utf-8")).hexdigest()
 
 
-def render_gitlab(decision: DecisionLike, *, plan_file: str | None = None) -> str:
+def render_gitlab(
+    decision: DecisionLike,
+    *,
+    plan_file: str | None = None,
+    relative: Callable[[str], str] | None = None,
+) -> str:
     """A GitLab Code Quality report: a JSON array with an issue per violation and per
     warning (info for a policy's note, minor for the gate's free text) and, for an error,
     a blocker. Waived violations are accepted and left out; an allow with no warning is
     ``[]``. An issue is located at its manifest's file and line when it names one, else at
     ``plan_file`` (line 1), else at the plan reference itself."""
+    where = places(plan_file, relative)
     issues: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
 
@@ -309,7 +368,7 @@ def render_gitlab(decision: DecisionLike, *, plan_file: str | None = None) -> st
         seen[fingerprint] = repeat + 1
         if repeat:  # two findings alike: still one fingerprint each, the same every run
             fingerprint = gitlab_fingerprint(decision.plan, rule_id, f"{subject}#{repeat}")
-        path, line = source if source is not None else (plan_file or decision.plan, 1)
+        path, line = source if source is not None else (where.plan or decision.plan, 1)
         issues.append(
             {
                 "description": message,
@@ -332,7 +391,7 @@ def render_gitlab(decision: DecisionLike, *, plan_file: str | None = None) -> st
             GITLAB_SEVERITY.get(str(violation.get("severity")), "major"),
             message,
             field if isinstance(field, str) and field else message,
-            _source(violation),
+            where.of(violation),
         )
     for warning in decision.warnings:
         rule_id, message = _warning_finding(warning)

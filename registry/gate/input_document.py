@@ -388,17 +388,40 @@ class ManifestDiscrepancyInput(_Doc):
     line: int = Field(description="The line the value is written on (1-based).")
 
 
+class ManifestProviderDiscrepancyInput(_Doc):
+    """A provider field the manifests serve something else than (another model, vLLM
+    minor version, accelerator family or vendor, dtype)."""
+
+    field: str = Field(description="The provider's field (model.name, runtime.version...).")
+    provider: Any = Field(description="The provider version's value.")
+    manifests: Any = Field(description="What the manifests serve, as the registry read it.")
+    read: str = Field(
+        description="What the manifests say, as written (an image, a flag, a node label), "
+        "when it is not the value itself; empty otherwise."
+    )
+    file: str = Field(description="The manifest file, as the client named it.")
+    document: int = Field(description="The YAML document within the file (0-based).")
+    line: int = Field(description="The line it is written on (1-based).")
+
+
 class ManifestsInput(_Doc):
     checked: bool = Field(description="Manifests were given with the check.")
     discrepancies: list[ManifestDiscrepancyInput] = Field(
         description="Fields the manifests state that disagree with the plan; empty when "
         "not checked."
     )
-    # A default, so inputs stored before the notes were carried still validate.
+    # Defaults, so inputs stored before the notes and the provider were carried validate.
     notes: list[str] = Field(
         default_factory=list,
         description="What the manifests leave uncompared although they run the plan (its "
-        "zones, when they state only the total replica count); empty when not checked.",
+        "zones, when they state only the total replica count; what they serve that cannot "
+        "be compared with the provider, and why; the spot capacity they place pods on); "
+        "empty when not checked.",
+    )
+    provider_discrepancies: list[ManifestProviderDiscrepancyInput] = Field(
+        default_factory=list,
+        description="What the manifests serve that the provider the plan pins does not "
+        "describe; empty when not checked.",
     )
 
 

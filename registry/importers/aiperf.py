@@ -42,6 +42,7 @@ from registry.importers.common import (
     standard_missing,
 )
 from registry.importers.genai_perf import AIPERF_MARKERS, avg, lengths, metric_percentiles
+from registry.importers.identity import Identity, Stated, dig, names, stated, text
 from registry.importers.stats import (
     unit_scale_to_ms,
 )
@@ -369,6 +370,31 @@ def _schedule(stage: ParsedStage, metrics: dict[str, Any]) -> None:
         )
 
 
+def _gpus(doc: dict[str, Any]) -> tuple[Stated, ...]:
+    """Every GPU the DCGM telemetry saw: ``telemetry_data.endpoints.<url>.gpus.<id>.gpu_name``
+    (``GpuSummary`` in aiperf's export models); none when telemetry was off or failed."""
+    found: list[Stated] = []
+    for endpoint in (obj(dig(doc, "telemetry_data", "endpoints")) or {}).values():
+        for gpu in (obj(dig(endpoint, "gpus")) or {}).values():
+            name = text(dig(gpu, "gpu_name"))
+            if name is not None:
+                found.append(Stated(name, "telemetry_data.endpoints.*.gpus.*.gpu_name"))
+    return tuple(found)
+
+
+def _identity(doc: dict[str, Any]) -> Identity:
+    """The models requested (``--model``: ``input_config.models.items[].name`` from 0.10,
+    ``input_config.endpoint.model_names`` before), the tokenizer, the GPUs telemetry saw."""
+    config = obj(doc.get("input_config")) or {}
+    models = (
+        names(dig(config, "models", "items"), "input_config.models.items[].name")
+        or names(dig(config, "endpoint", "model_names"), "input_config.endpoint.model_names")
+        or names(config.get("model_names"), "input_config.model_names")
+    )
+    tokenizer = stated(config, "tokenizer", "name", basis="input_config.tokenizer.name")
+    return Identity(models=models, tokenizer=tokenizer, accelerators=_gpus(doc))
+
+
 def _parse_aggregate(doc: dict[str, Any], *, source: str) -> ParsedStage:
     metrics = obj(doc.get("records")) or doc
     stage = ParsedStage(tool=TOOL)
@@ -377,6 +403,7 @@ def _parse_aggregate(doc: dict[str, Any], *, source: str) -> ParsedStage:
     if stage.tool_version is None:
         stage.notes.append("the file does not state the AIPerf version")
     setting = _load_setting(obj(doc.get("input_config")) or {}, stage.notes)
+    stage.identity = _identity(doc)
     _offered(stage, setting)
     _window(stage, doc, metrics)
     _counts(stage, doc, metrics)

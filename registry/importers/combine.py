@@ -26,10 +26,12 @@ from registry.importers.common import (
     prepare_stage,
     refuse,
     same_runtime,
+    settle_identity,
     settle_runtime,
     slug,
     source_file,
 )
+from registry.importers.identity import Identity, hf_id
 from registry.records.evidence import (
     EntryKind,
     ImportFindings,
@@ -127,6 +129,35 @@ def _findings(parts: Sequence[ClassFile], notes: list[str]) -> ImportFindings:
     )
 
 
+def _identity(parts: Sequence[ClassFile]) -> Identity:
+    """What the mixed test ran on: one deployment, so the files' Hugging Face ids must agree;
+    the record keeps the first file's model that is one (else the first named), and every
+    GPU any file's telemetry saw. Each file's own model stays in its class's notes."""
+    each = [(part, settle_identity(part.stage)) for part in parts]
+    ids = [
+        (part.traffic_class, model.value, repo)
+        for part, found in each
+        for model in found.models
+        if (repo := hf_id(model.value)) is not None
+    ]
+    if len({repo.casefold() for _, _, repo in ids}) > 1:
+        raise refuse(
+            "model",
+            "the classes' files name different models "
+            f"({', '.join(f'{cls}: {model}' for cls, model, _ in ids)}); one mixed test runs "
+            "against one deployment",
+            source=parts[0].ctx.file_name,
+        )
+    named = [found for _, found in each if found.models]
+    chosen = next((f for f in named if any(hf_id(m.value) for m in f.models)), None)
+    chosen = chosen or (named[0] if named else Identity())
+    return Identity(
+        models=chosen.models,
+        tokenizer=chosen.tokenizer,
+        accelerators=tuple(a for _, found in each for a in found.accelerators),
+    )
+
+
 def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
     """One evidence record from several single-stage files, one per class."""
     classes = [p.traffic_class for p in parts]
@@ -157,6 +188,7 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
                 "mixed test runs against one deployment",
                 source=part.ctx.file_name,
             )
+    identity = _identity(parts)
     windows = [(s[0], *_window(s[0], s[1])) for s in settled]
     overlap_note = _check_overlap(windows)
     first = parts[0]
@@ -206,6 +238,8 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
             ),
             tool=ToolInfo(name=combined.tool, version=combined.tool_version),
             runtime=known[0][1] if known else None,
+            measured_model=identity.model,
+            measured_accelerators=identity.accelerator_names,
             raw_file=None,
             measured_at=start,
             offered=offered_for(combined, classes=classes, replicas=settled[0][2]),
@@ -243,4 +277,5 @@ def combine(parts: Sequence[ClassFile], *, name: str | None) -> ImportedStage:
         evidence=evidence,
         findings=evidence.findings or ImportFindings(),
         measured_at_source=source,
+        identity=identity,
     )

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from registry.digest import sha256_digest
 from registry.errors import FieldProblem, InvalidInput
+from registry.importers.identity import Identity, identity_notes
 from registry.importers.stats import (
     CvEstimate,
     cv_from_samples,
@@ -75,6 +76,8 @@ class ParsedStage:
     # The serving runtime measured (the server, not the tool), when the file states it.
     runtime: RuntimeInfo | None = None
     runtime_basis: str | None = None
+    # The model(s), tokenizer and GPUs the file says the test ran on (registry.importers.identity).
+    identity: Identity = field(default_factory=Identity)
     # offered
     request_rate_rps: float | None = None
     concurrency: int | None = None
@@ -133,6 +136,9 @@ class ImportedStage:
     # MeasuredAtSource: whether the file itself fixes the record's time (see the import
     # service, which keeps a re-imported file's first measured time otherwise).
     measured_at_source: MeasuredAtSource = MeasuredAtSource.FILE
+    # What the file says the test ran on, with the keys read: the import service holds it
+    # against the provider version the record pins.
+    identity: Identity = field(default_factory=Identity)
 
 
 # --- reading JSON safely -------------------------------------------------------------------
@@ -247,6 +253,12 @@ def settle_runtime(stage: ParsedStage, ctx: ImportContext) -> RuntimeInfo | None
     if given is not None:
         stage.notes.append(f"serving runtime {given.describe()}, stated at import (--runtime)")
     return given
+
+
+def settle_identity(stage: ParsedStage) -> Identity:
+    """What the file says the test ran on; the record's notes name the keys read."""
+    stage.notes.extend(identity_notes(stage.identity))
+    return stage.identity
 
 
 # --- names ---------------------------------------------------------------------------------
@@ -576,6 +588,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
             labels["series"] = base
         measured_at, replicas, replicas_source = prepare_stage(st, ctx)
         runtime = settle_runtime(st, ctx)
+        identity = settle_identity(st)
         cls = _class_name(st, ctx)
         missing = sorted(set(st.missing))
         try:
@@ -587,6 +600,8 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
                 ),
                 tool=ToolInfo(name=st.tool, version=st.tool_version),
                 runtime=runtime,
+                measured_model=identity.model,
+                measured_accelerators=identity.accelerator_names,
                 raw_file=raw,
                 measured_at=measured_at,
                 offered=offered_for(st, classes=[cls], replicas=replicas),
@@ -608,6 +623,7 @@ def build_records(stages: Sequence[ParsedStage], ctx: ImportContext) -> list[Imp
                 evidence=evidence,
                 findings=evidence.findings or findings_for(st),
                 measured_at_source=st.measured_at_source or MeasuredAtSource.FILE,
+                identity=identity,
             )
         )
     return out

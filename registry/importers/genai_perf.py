@@ -30,6 +30,7 @@ from registry.importers.common import (
     refuse,
     standard_missing,
 )
+from registry.importers.identity import Identity, first, names, stated
 from registry.importers.stats import (
     cv_from_stated,
     levels_from_keys,
@@ -143,6 +144,19 @@ def _load(stage: ParsedStage, config: dict[str, Any]) -> int | None:
     return count(config.get("request_count"))
 
 
+def _identity(config: dict[str, Any]) -> Identity:
+    """The models requested (``--model``: ``model`` in 25.01, ``model_names`` in 25.07) and
+    the tokenizer (``tokenizer``, or ``tokenizer.name`` nested)."""
+    models = names(config.get("model_names"), "input_config.model_names") or names(
+        config.get("model"), "input_config.model"
+    )
+    tokenizer = first(
+        stated(config, "tokenizer", basis="input_config.tokenizer"),
+        stated(config, "tokenizer", "name", basis="input_config.tokenizer.name"),
+    )
+    return Identity(models=models, tokenizer=tokenizer)
+
+
 def parse(doc: Any, *, source: str) -> list[ParsedStage]:
     if not isinstance(doc, dict) or not isinstance(doc.get("request_throughput"), dict):
         raise refuse(
@@ -154,6 +168,7 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
     stage = ParsedStage(tool=TOOL)
     stage.notes.append("the file does not state the GenAI-Perf version")
     config = obj(doc.get("input_config")) or {}
+    stage.identity = _identity(config)
     configured = _load(stage, config)
     requests = count(avg(doc.get("request_count")))
     stage.requests = requests
@@ -192,7 +207,8 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
     if telemetry:
         gpus = {k for m in telemetry.values() if isinstance(m, dict) for k in m if k != "unit"}
         stage.notes.append(
-            f"telemetry_stats ({len(telemetry)} metrics over {len(gpus)} GPU(s)) not imported"
+            f"telemetry_stats ({len(telemetry)} metrics over {len(gpus)} GPU(s)) not imported; "
+            "it keys the GPUs by index and names none, so the accelerator is not compared"
         )
     stage.priority_classes = 1
     stage.priority_basis = "GenAI-Perf sends one request stream without priorities"

@@ -49,6 +49,7 @@ from registry.importers.common import (
     refuse,
     standard_missing,
 )
+from registry.importers.identity import Identity, first, stated
 from registry.importers.stats import cv_from_stated, percentiles_ms, stated_length_distribution
 from registry.records.evidence import Percentiles, Throughput
 
@@ -329,6 +330,24 @@ def _schedule(stage: ParsedStage, bench: dict[str, Any]) -> None:
     )
 
 
+def _identity(doc: dict[str, Any], bench: dict[str, Any], i: int) -> Identity:
+    """The backend's model (the one GuideLLM sent requests to) and the tokenizer
+    ("processor"), per benchmark where stated, else from the report's own arguments."""
+    where = f"benchmarks[{i}]"
+    model = first(
+        stated(bench, "config", "backend", "model", basis=f"{where}.config.backend.model"),
+        stated(bench, "worker", "backend_model", basis=f"{where}.worker.backend_model"),
+        stated(doc, "config", "spec", "backend", "model"),
+        stated(doc, "args", "model"),
+    )
+    tokenizer = first(
+        stated(bench, "request_loader", "processor", basis=f"{where}.request_loader.processor"),
+        stated(doc, "config", "spec", "tokenizer", "model"),
+        stated(doc, "args", "processor"),
+    )
+    return Identity(models=(model,) if model else (), tokenizer=tokenizer)
+
+
 def _parse_bench(
     bench: dict[str, Any], i: int, version: str | None, *, report: bool, source: str
 ) -> ParsedStage:
@@ -363,6 +382,7 @@ def parse(doc: Any, *, source: str) -> list[ParsedStage]:
             raise refuse(f"benchmarks[{i}]", "each benchmark must be an object", source=source)
         report = "scheduler_metrics" in bench or "run_stats" not in bench
         stage = _parse_bench(bench, i, version, report=report, source=source)
+        stage.identity = _identity(doc, bench, i)
         if len(doc["benchmarks"]) == 1:
             stage.stage = None  # a single benchmark is not a series
         if version is None:

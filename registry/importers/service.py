@@ -19,18 +19,25 @@ answers). The window starts at the time the record will keep, so a re-imported f
 the window of its first import; the record differs from one imported without the flag, so
 it is a new version of it. A record whose time is a guess (a file's time without a zone,
 read as UTC) or that states no duration has no window, and is refused.
+
+What the file says the test ran on (its model, its GPUs, the server's version) is held
+against the provider version the record will pin, inside the same transaction
+(`registry.importers.identity`): another model or accelerator family is refused naming
+both; what cannot be compared, and a runtime release apart, are notes in the result and in
+the record's findings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from pydantic import Field
 
-from registry.errors import Conflict, FieldProblem, InvalidInput
+from registry.errors import Conflict, FieldProblem, InvalidInput, NotFound
 from registry.importers.common import NO_ZONE_NOTE, MeasuredAtSource, is_time_note
+from registry.importers.identity import Identity
 from registry.records.evidence import LoadTestEvidence, RuntimeInfo
 from registry.records.kinds import RecordKind
 from registry.records.views import SubmitResult
@@ -85,6 +92,8 @@ class Converted:
     file_name: str
     evidence: LoadTestEvidence
     measured_at_source: MeasuredAtSource = MeasuredAtSource.FILE
+    # What the file says the test ran on, with the keys read (held against the provider).
+    identity: Identity = field(default_factory=Identity)
 
 
 def _problem(loc: str, message: str) -> InvalidInput:
@@ -115,7 +124,11 @@ def convert_files(files: Sequence[ImportFile], options: ImportOptions) -> list[C
             runtime=options.runtime,
             name=options.name,
         )
-        return [Converted(files[0].name, imported.evidence, imported.measured_at_source)]
+        return [
+            Converted(
+                files[0].name, imported.evidence, imported.measured_at_source, imported.identity
+            )
+        ]
     out: list[Converted] = []
     for f in files:
         stages = import_result_file_with_findings(
@@ -131,7 +144,9 @@ def convert_files(files: Sequence[ImportFile], options: ImportOptions) -> list[C
             runtime=options.runtime,
             name=options.name if len(files) == 1 else None,
         )
-        out.extend(Converted(f.name, st.evidence, st.measured_at_source) for st in stages)
+        out.extend(
+            Converted(f.name, st.evidence, st.measured_at_source, st.identity) for st in stages
+        )
     return out
 
 
@@ -270,6 +285,45 @@ def _check_server_window(item: Converted, record: LoadTestEvidence) -> None:
         )
 
 
+def _hold_against_provider(
+    ctx: WriteContext, item: Converted, record: LoadTestEvidence
+) -> tuple[LoadTestEvidence, list[str]]:
+    """The record checked against the provider version it will pin (the latest, for a bare
+    name), with notes added to its findings; a contradiction raises InvalidInput. A
+    reference that does not resolve is left to the submission, which names it."""
+    from registry.importers.identity import check
+    from registry.records.provider import ProviderProfile
+    from registry.records.references import pinned
+    from registry.records.service import load_model, resolve
+    from registry.storage.repository import RecordRepository
+
+    try:
+        row = resolve(
+            RecordRepository(ctx.session),
+            RecordKind.provider,
+            record.measured_against.provider,
+            loc="measured_against.provider",
+        )
+    except (NotFound, InvalidInput):
+        return record, []
+    provider = load_model(row)
+    assert isinstance(provider, ProviderProfile)
+    notes = check(
+        item.identity,
+        record.runtime,
+        provider,
+        ref=pinned(row.name, row.version),
+        source=item.file_name,
+    )
+    if not notes:
+        return record, []
+    findings = record.findings
+    if findings is not None:
+        findings = findings.model_copy(update={"notes": [*findings.notes, *notes]})
+        record = record.model_copy(update={"findings": findings})
+    return record, [f"{item.file_name}: {note}" for note in notes]
+
+
 def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[ImportResult]:
     """Submit records from `convert_files` in the caller's transaction."""
     from registry.records import service
@@ -278,6 +332,8 @@ def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[
     for item in converted:
         try:
             record, notes = _keep_first_time(ctx, item)
+            record, held = _hold_against_provider(ctx, item, record)
+            notes += held
             if record.server is not None:
                 _check_server_window(item, record)
                 notes += [f"{record.name}: server series: {n}" for n in record.server.notes]

@@ -49,6 +49,7 @@ from registry.importers.common import (
     same_runtime,
     standard_missing,
 )
+from registry.importers.identity import Identity, names, stated
 from registry.importers.stats import (
     CvEstimate,
     percentiles_from_samples,
@@ -640,6 +641,12 @@ def _parse_result(doc: dict[str, Any], *, source: str, where: str = "") -> Parse
     _replicas(doc, stage, source, where)
     _class_label(doc, stage, source, where)
     _runtime(doc, stage, source, where)
+    # model_id is --model (the id or path the server was asked for; --served-model-name is
+    # not written); tokenizer_id is --tokenizer, else --model.
+    stage.identity = Identity(
+        models=names(doc.get("model_id"), f"{where}model_id"),
+        tokenizer=stated(doc, "tokenizer_id", basis=f"{where}tokenizer_id"),
+    )
     _extra_keys(doc, stage)
     label = doc.get("label")
     if isinstance(label, str) and label:

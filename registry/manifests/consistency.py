@@ -7,6 +7,11 @@ exact content the decision rests on, never against a copy the client holds. Only
 the manifests state is compared: admission, retries, the reserve and claims are not in
 manifests, and a manifest set that leaves a plan field unstated contradicts nothing.
 
+What the manifests serve (the model, the vLLM image, the accelerator, the dtypes: the
+``provider.*`` fields, registry.manifests.identity) is compared with the provider
+version the plan pins (``compare_provider``, registry.manifests.provider_match), not
+with the plan.
+
 The replicas are compared twice: ``total_replicas`` (what ``replicas_per_zone`` adds up
 to) whatever the zones, at the workload's ``replicas:`` line, and each zone's count where
 the manifests determine it. Where they do not (pods not pinned to zones, or a count that
@@ -22,11 +27,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from registry.manifests.from_manifests import TOTAL_REPLICAS
+from registry.manifests.identity import CAPACITY, PROVIDER, SPOT
 from registry.manifests.stated import stated_document
 
 # Sections manifests can state (see from_manifests); anything else is not compared.
 SECTIONS = ("replicas_per_zone", "parallelism", "serving", "autoscaling", "drain", "warmup")
 ZONES = "replicas_per_zone"
+# What the manifests state that is not a plan field: what they serve (compared with the
+# provider, registry.manifests.provider_match) and the capacity they run on (a note).
+NOT_PLAN = (PROVIDER, CAPACITY)
 # One plan's manifests state a few dozen fields (plus one per zone): this is far above
 # that and keeps a request, and the decision input it becomes, small.
 MAX_FIELDS = 300
@@ -37,7 +46,7 @@ FieldName = Annotated[
     str,
     StringConstraints(
         max_length=256,
-        pattern=rf"^({TOTAL_REPLICAS}|({'|'.join(SECTIONS)})\.[^\x00]+)$",
+        pattern=rf"^({TOTAL_REPLICAS}|({'|'.join((*SECTIONS, *NOT_PLAN))})\.[^\x00]+)$",
     ),
 ]
 # A stated value is a scalar: maps (replicas_per_zone) are sent one key at a time.
@@ -121,6 +130,8 @@ def discrepancies(plan: dict[str, Any], stated: StatedManifests) -> list[Discrep
     plan's zones add up to, whether or not the zones are stated too."""
     found: list[Discrepancy] = []
     for name, source in sorted(stated.fields.items()):
+        if name.startswith(tuple(f"{section}." for section in NOT_PLAN)):
+            continue
         planned = _at(plan, name)
         if not same(planned, source.value):
             found.append(_discrepancy(name, planned, source.value, source))
@@ -149,7 +160,29 @@ def _discrepancy(name: str, plan: Any, manifests: Any, source: StatedField) -> D
 
 def notes(plan: dict[str, Any], stated: StatedManifests) -> list[str]:
     """What the manifests leave uncompared although they run the replicas: the plan's
-    zones, when the manifests state the total but not which zone runs how many."""
+    zones, when the manifests state the total but not which zone runs how many; the spot
+    capacity they place the pods on, which no plan field states."""
+    return _zone_notes(plan, stated) + _spot_notes(stated)
+
+
+def _spot_notes(stated: StatedManifests) -> list[str]:
+    found = []
+    for name, source in sorted(stated.fields.items()):
+        if not name.startswith(f"{SPOT}."):
+            continue
+        values = str(source.value).split(",")
+        spot = [v for v in values if v.lower() in ("spot", "true")]
+        runs = "run" if len(spot) == len(values) else "may run"
+        found.append(
+            f"the pods {runs} on spot capacity ({name.removeprefix(f'{SPOT}.')}: "
+            f"{source.value}, {source.file}:{source.line}): the cloud reclaims spot nodes at "
+            "short notice, several at once, which the plan's reserve for one worker and one "
+            "zone does not count; not compared"
+        )
+    return found
+
+
+def _zone_notes(plan: dict[str, Any], stated: StatedManifests) -> list[str]:
     total = stated.fields.get(TOTAL_REPLICAS)
     zones = plan.get(ZONES)
     if total is None or not isinstance(zones, dict) or not zones:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
+from registry.manifests.identity import identity_fields, refuse_unservable, vllm_version
 from registry.manifests.loading import Manifest, Where, load_manifests
 from registry.manifests.overlay import merge
 from registry.manifests.pods import Fields, grace_period, pipeline_parallel, pre_stop, probes
@@ -72,27 +73,28 @@ def _same(fields: Fields, more: Fields, workload: ServingWorkload) -> None:
 
 
 def _workload_fields(workload: ServingWorkload, notes: list[str]) -> Fields:
+    refuse_unservable(workload)
     command = workload.vllm
     fields = flag_fields(command, notes)
-    if workload.gpus_per_replica:
-        assert workload.gpus_at is not None
-        fields["parallelism.gpus_per_replica"] = (workload.gpus_per_replica, workload.gpus_at)
-        tp = fields.get("parallelism.tensor_parallel", (1, workload.gpus_at))[0]
-        pp = pipeline_parallel(command) or 1
-        if tp * pp != workload.gpus_per_replica:
-            command.container.fail(
-                f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} is {tp * pp} "
-                f"GPUs, but a replica holds {workload.gpus_per_replica}"
-            )
-    else:
-        notes.append(f"{workload.manifest.file}: {workload.manifest.title} requests no GPU")
+    assert workload.gpus_at is not None
+    fields["parallelism.gpus_per_replica"] = (workload.gpus_per_replica, workload.gpus_at)
+    tp = fields.get("parallelism.tensor_parallel", (1, workload.gpus_at))[0]
+    pp = pipeline_parallel(command) or 1
+    if tp * pp != workload.gpus_per_replica:
+        command.container.fail(
+            f"tensor-parallel-size {tp} x pipeline-parallel-size {pp} is {tp * pp} "
+            f"GPUs, but a replica holds {workload.gpus_per_replica}"
+        )
     fields.update(grace_period(workload.pod, notes))
     fields.update(pre_stop(command.holding("lifecycle"), notes))
     fields.update(probes(command.holding("startupProbe", "readinessProbe")))
     image = command.holding("image").string("image")
     if image is not None:
-        tag = image.value.rpartition(":")[2] if ":" in image.value else "latest"
-        notes.append(f"runtime: {image.value} (version {tag}) at {image.where}")
+        version, why = vllm_version(image.value)
+        if version is None:
+            notes.append(f"runtime: {image.value} at {image.where} {why}")
+        else:
+            notes.append(f"runtime: {image.value} (vLLM {version}) at {image.where}")
     if command.model is not None:
         notes.append(f"model: {command.model.text} at {command.model.where}")
     return fields
@@ -159,10 +161,17 @@ def compared_fields(manifests: list[Manifest], notes: list[str]) -> Fields:
     ``total_replicas``, the serving replicas they run in all, located at the first
     workload's ``replicas:`` (or the HPA ``minReplicas`` that stands in for it). The total
     is stated however the replicas spread, also when which zone runs how many is the
-    scheduler's choice and ``replicas_per_zone`` is left unstated."""
+    scheduler's choice and ``replicas_per_zone`` is left unstated. And what they serve
+    (``provider.*``, registry.manifests.identity), for the provider the plan pins."""
     fields, workloads = _read(manifests, None, notes)
     fields[TOTAL_REPLICAS] = (sum(w.replicas for w in workloads), workloads[0].replicas_at)
-    return fields
+    # What is served (model, image, accelerator, dtypes), compared with the provider.
+    served: Fields = {}
+    for workload in workloads:
+        more = identity_fields(workload)
+        _same(served, more, workload)
+        served.update({k: v for k, v in more.items() if k not in served})
+    return {**fields, **served}
 
 
 def _read(

@@ -116,6 +116,11 @@ def _count(node: Node) -> int:
     return value
 
 
+def accelerator_resource(node: Node) -> str:
+    """The extended resource (nvidia.com/gpu...) an accelerator count is written under."""
+    return next(k for k in (*GPU_RESOURCES, TPU_RESOURCE) if node.path.endswith(f".{k}"))
+
+
 def accelerators(containers: list[Node], notes: list[str]) -> tuple[int, Node | None]:
     """Accelerators one pod holds (every container's limits, else requests) and where the
     first is written."""

@@ -17,7 +17,8 @@ from registry.manifests.loading import load_manifests
 def stated_document(paths: Sequence[str]) -> dict[str, Any]:
     """``{"fields": {dotted plan field: {value, file, document, line}}}`` for ``paths``,
     with ``total_replicas`` (the serving replicas in all, at their ``replicas:`` line)
-    however they spread over zones.
+    however they spread over zones, what they serve as written (``provider.*``: model,
+    image, accelerator, dtype flags) and the spot capacity they run on (``capacity.*``).
 
     Raises InvalidInput naming file, document and line for a manifest that cannot be
     read, as `plan from-manifests` does; needs no overlay.

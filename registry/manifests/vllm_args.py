@@ -26,7 +26,7 @@ VLLM_MODULES = frozenset(
     {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "huggingfaceserver"}
 )
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
-SHORT_FLAGS = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size"}
+SHORT_FLAGS = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "q": "quantization"}
 BOOLEAN_FLAGS = frozenset({"enable-prefix-caching", "enable-chunked-prefill"})
 # What separates commands in a shell script: the vLLM invocation is one of them.
 SEPARATOR_CHARS = ";&|()\n"
@@ -123,24 +123,27 @@ def _script_words(
     ``positional``: the words after ``sh -c SCRIPT NAME``, the script's ``$1``...: a ``$@``
     or ``$*`` word stands for them, each keeping where it was written (KServe's vLLM
     runtime passes an InferenceService's args to its script that way)."""
-    lexer = shlex.shlex(
-        script.text.replace("\\\n", " "), posix=True, punctuation_chars=SEPARATOR_CHARS
-    )
+    # A continued line (backslash, newline) is one command line: two spaces for the two
+    # characters keep every offset, so each word is found in the script where it stands.
+    flat = script.text.replace("\\\n", "  ")
+    lexer = shlex.shlex(flat, posix=True, punctuation_chars=SEPARATOR_CHARS)
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     lexer.commenters = "#"
     first = script.node.manifest.text_lines.get(script.node.path)
     words: list[Word] = []
-    newlines = 0  # shlex's own lineno counts a newline twice when it ends a word
+    cursor = 0  # where the previous word ends in the script
     try:
         for token in lexer:
-            line = None if first is None else first + newlines
+            # A quoted word is not written as it reads: it keeps the previous word's line.
+            found = flat.find(token, cursor)
+            cursor = cursor if found < 0 else found + len(token)
+            start = cursor if found < 0 else found
+            line = None if first is None else first + script.text.count("\n", 0, start)
             if token in ("$@", "$*"):
                 words.extend(positional or [])
                 continue
             words.append(Word(_expand_shell(token, env), script.node, line))
-            if _separator(token):
-                newlines += token.count("\n")
         return words
     except ValueError as exc:  # unbalanced quotes
         script.node.fail(f"the shell script cannot be read: {exc}")
@@ -186,11 +189,17 @@ def _command(words: list[Word], start: int) -> list[Word]:
     return words[start:end]
 
 
-# The flags a plan reads. vLLM releases whose parser allows abbreviations (argparse's
-# default) read ``--max-num-seq`` as ``--max-num-seqs``: a prefix of exactly one of
-# these is read as that flag.
+# The flags a plan reads, and those that say what is served (compared with the provider,
+# registry.manifests.identity). vLLM releases whose parser allows abbreviations
+# (argparse's default) read ``--max-num-seq`` as ``--max-num-seqs``: a prefix of exactly
+# one of these is read as that flag.
 PLAN_FLAGS = frozenset(
     {
+        "model",
+        "served-model-name",
+        "quantization",
+        "dtype",
+        "kv-cache-dtype",
         "tensor-parallel-size",
         "pipeline-parallel-size",
         "max-num-seqs",

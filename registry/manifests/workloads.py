@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from registry.manifests.loading import Manifest, Node, Where
-from registry.manifests.pods import accelerators
+from registry.manifests.pods import accelerator_resource, accelerators
 from registry.manifests.vllm_args import VllmCommand, vllm_command
 
 APPS = "apps"
@@ -42,6 +42,7 @@ class ServingWorkload:
     vllm: VllmCommand
     gpus_per_replica: int
     gpus_at: Where | None
+    accelerator: str | None  # the resource they are requested as: nvidia.com/gpu...
     rollout_max_unavailable: tuple[int, Where] | None
     # Where the pods' nodeSelector and node affinity are written: the pod spec, or the
     # KServe runtime's when the InferenceService states neither (KServe merges them in).
@@ -296,6 +297,7 @@ def read_workload(
         vllm=command,
         gpus_per_replica=gpus,
         gpus_at=gpus_node.where if gpus_node else None,
+        accelerator=accelerator_resource(gpus_node) if gpus_node else None,
         rollout_max_unavailable=rollout,
         placement=placement,
     )

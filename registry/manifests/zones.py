@@ -19,7 +19,9 @@ class ZonesUnknown(Exception):
     """The manifests do not determine replicas per zone; the message says why."""
 
 
-def _affinity_zones(pod: Node) -> list[Node] | None:
+def required_terms(pod: Node) -> list[Node] | None:
+    """The nodeSelectorTerms of a pod's required node affinity (alternatives: a node
+    matching any one may run it); None when it has none."""
     affinity = pod.mapping("affinity")
     node_affinity = affinity.mapping("nodeAffinity") if affinity else None
     required = (
@@ -27,10 +29,15 @@ def _affinity_zones(pod: Node) -> list[Node] | None:
         if node_affinity
         else None
     )
-    if required is None:
+    return None if required is None else required.items("nodeSelectorTerms")
+
+
+def _affinity_zones(pod: Node) -> list[Node] | None:
+    terms = required_terms(pod)
+    if terms is None:
         return None
     zones: list[Node] = []
-    for term in required.items("nodeSelectorTerms"):
+    for term in terms:
         # Terms are alternatives: the pods are pinned only if every term names zones.
         term_zones = [
             value

@@ -260,6 +260,21 @@ class LoadTestEvidence(Metadata):
         # exactly as before the field existed.
         exclude_if=lambda runtime: runtime is None,
     )
+    measured_model: Text | None = Field(
+        default=None,
+        description="The model the result file says the test sent its requests to, as the "
+        "file names it (a Hugging Face id, a served alias or a local path; several joined by "
+        "', '); null when the file does not say. Checked at import against the provider's "
+        "model.name.",
+        # Left out of dumps when unknown, so records without it hash as before it existed.
+        exclude_if=lambda model: model is None,
+    )
+    measured_accelerators: list[Text] = Field(
+        default_factory=list,
+        description="The GPU names the tool's telemetry saw during the test (AIPerf's DCGM "
+        "telemetry), distinct, in order; empty when the file does not say.",
+        exclude_if=lambda names: not names,
+    )
     raw_file: RawFile | None = None
     measured_at: datetime
     offered: Offered

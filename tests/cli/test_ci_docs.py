@@ -3,7 +3,8 @@
 The lines run on a local registry holding the worked example (`--server
 "$CAPGATE_SERVER"` is dropped: no server is started) in a folder laid out as the jobs
 expect it: the example's manifests in `k8s/`, its plan in `deploy/plan.yaml`. Each must
-allow (exit 0) and write a report that parses in its format.
+allow (exit 0) and write its reports (`--format` on stdout, each `--report FORMAT=PATH` in
+its file), each parsing in its format.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def test_the_doc_has_both_jobs_and_they_are_yaml() -> None:
         "junit": "capgate-junit.xml",
     }
     formats = {
-        shlex.split(line)[shlex.split(line).index("--format") + 1] for line in command_lines()
+        chosen for line in command_lines() for chosen, _ in reports(shlex.split(line)) if chosen
     }
-    assert formats == {"sarif", "github", "junit", "gitlab"}
+    assert formats == {"sarif", "github", "junit", "gitlab", "text"}
 
 
 def local_argv(line: str) -> list[str]:
@@ -79,16 +80,30 @@ def local_argv(line: str) -> list[str]:
     return argv[1:]
 
 
-def check_report(argv: list[str], workdir: Path, stdout: str) -> None:
-    chosen = argv[argv.index("--format") + 1]
-    output = workdir / argv[argv.index("--output") + 1] if "--output" in argv else None
-    if chosen == "github":
-        assert output is None
+def reports(argv: list[str]) -> list[tuple[str, str | None]]:
+    """Each report a command line asks for: its format and file (None: stdout)."""
+    chosen = argv[argv.index("--format") + 1] if "--format" in argv else "text"
+    output = argv[argv.index("--output") + 1] if "--output" in argv else None
+    extra = [argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--report"]
+    return [(chosen, output), *((name, path) for name, path in extra)]
+
+
+def check_reports(argv: list[str], workdir: Path, stdout: str) -> None:
+    for chosen, path in reports(argv):
+        check_report(chosen, workdir / path if path else None, stdout)
+
+
+def check_report(chosen: str, output: Path | None, stdout: str) -> None:
+    if output is None:
         lines = stdout.splitlines()
+        if chosen == "text":
+            assert lines and lines[0].startswith(f"ALLOW {PLAN}@v1 (decision "), stdout
+            return
+        assert chosen == "github", chosen
         assert lines and all(line.startswith("::") for line in lines), stdout
         assert lines[-1].startswith("::notice file=deploy/plan.yaml,title=capgate ALLOW::")
         return
-    assert output is not None and output.is_file(), argv
+    assert output.is_file(), output
     text = output.read_text(encoding="utf-8")
     if chosen == "sarif":
         log = json.loads(text)
@@ -129,4 +144,4 @@ def test_success_each_documented_command_runs(
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.startswith(f"ALLOW {PLAN}@v1")
-    check_report(argv, workdir, result.stdout)
+    check_reports(argv, workdir, result.stdout)

@@ -2,18 +2,24 @@
 
 The end-to-end runs (a real registry, a real process) are in test_gate_cli.py; here the
 decisions are built by hand to reach what the worked example never says: messages with
-newlines and percent signs, warnings of every kind, an evaluation error.
+newlines and percent signs, warnings of every kind, an evaluation error, a check that
+could not decide at all, paths written relative to a repository's root.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
 
+from cli.repo_paths import repo_relative
 from registry.gate.formats import (
     escape_data,
     escape_property,
@@ -22,7 +28,10 @@ from registry.gate.formats import (
     render_gitlab,
     render_sarif,
 )
-from registry.gate.report import policy_warning, render_junit, render_text, warning_policy
+from registry.gate.junit import render_junit
+from registry.gate.outcome import DecisionLike
+from registry.gate.report import policy_warning, render_text, warning_policy
+from registry.gate.undecided import Undecided
 from registry.gate.views import DecisionView, Outcome
 
 POLICIES = ["drain_configured", "evidence_fresh", "tail_slo"]
@@ -287,12 +296,40 @@ def test_sarif_error_outcome_is_an_unsuccessful_run_with_an_error_result() -> No
 # ---- JUnit and text ----------------------------------------------------------------------
 
 
+def junit(report: str) -> ET.Element:
+    """A JUnit XML report as test report views read it: one <testsuite> whose counts are
+    its test cases', each case named once with at most one <failure> or <error>."""
+    suite = ET.fromstring(report)
+    assert suite.tag == "testsuite"
+    cases = suite.findall("testcase")
+    assert [child.tag for child in suite if child.tag != "testcase"][:1] == ["properties"]
+    names = [(case.get("classname"), case.get("name")) for case in cases]
+    assert all(classname and name for classname, name in names)
+    assert len(set(names)) == len(names), names
+    outcomes = [[c.tag for c in case if c.tag in ("failure", "error", "skipped")] for case in cases]
+    assert all(len(outcome) <= 1 for outcome in outcomes)
+    assert suite.get("tests") == str(len(cases))
+    assert suite.get("failures") == str(sum(o == ["failure"] for o in outcomes))
+    assert suite.get("errors") == str(sum(o == ["error"] for o in outcomes))
+    for case in cases:
+        assert case.get("line") is None or case.get("file")
+        for outcome in case.findall("failure") + case.findall("error"):
+            assert outcome.get("message")
+    datetime.fromisoformat(str(suite.get("timestamp")))
+    return suite
+
+
 def test_junit_puts_each_warning_in_its_policys_test_case() -> None:
-    suite = ET.fromstring(render_junit(DENY, POLICIES))
+    suite = junit(render_junit(DENY, POLICIES))
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert cases["tail_slo"].find("failure") is not None
-    assert cases["tail_slo"].findtext("system-out") == f"warning: {NOTE}"
-    assert cases["drain_configured"].find("system-out") is None
+    assert list(cases) == [
+        "drain_configured.grace_too_short",
+        "evidence_fresh",
+        "tail_slo.ttft_p99_exceeded",
+    ]
+    assert cases["tail_slo.ttft_p99_exceeded"].find("failure") is not None
+    assert cases["tail_slo.ttft_p99_exceeded"].findtext("system-out") == f"warning: {NOTE}"
+    assert cases["drain_configured.grace_too_short"].find("system-out") is None
     assert cases["evidence_fresh"].find("system-out") is None
     warnings = [p.get("value") for p in suite.iter("property") if p.get("name") == "warning"]
     assert warnings == [NOTE, STALE]  # the free-text one too, suite-wide
@@ -300,7 +337,7 @@ def test_junit_puts_each_warning_in_its_policys_test_case() -> None:
 
 
 def test_junit_waived_and_waiver_warning_share_the_policys_output() -> None:
-    suite = ET.fromstring(render_junit(WAIVED, POLICIES))
+    suite = junit(render_junit(WAIVED, POLICIES))
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     out = cases["drain_configured"].findtext("system-out") or ""
     waived_part, warning_part = out.split("\nwarning: ")
@@ -311,10 +348,66 @@ def test_junit_waived_and_waiver_warning_share_the_policys_output() -> None:
 
 
 def test_junit_error_outcome_shows_its_warnings_on_the_one_case() -> None:
-    suite = ET.fromstring(render_junit(ERROR, POLICIES))
+    suite = junit(render_junit(ERROR, POLICIES))
     (case,) = suite.iter("testcase")
     assert case.find("error") is not None
     assert case.findtext("system-out") == f"warning: {STALE}"
+
+
+def test_junit_is_one_failed_case_per_violation_located_where_sarif_places_it() -> None:
+    zones = [
+        violation(
+            "manifests_consistent",
+            "manifest_contradicts_plan",
+            f"replicas_per_zone.{zone} is 3 in the plan but 4 in k8s/deploy.yaml:12",
+            field=f"replicas_per_zone.{zone}",
+            file="k8s/deploy.yaml",
+            line=12,
+        )
+        for zone in ("us-east1-b", "us-east1-c")
+    ]
+    shown = decision(
+        violations=[
+            *MANIFEST_DENY.violations,
+            *zones,
+            violation("drain_configured", "grace_too_short", "grace 30 s"),
+            violation("drain_configured", "grace_too_short", "grace 30 s", zone="b"),
+        ]
+    )
+    suite = junit(
+        render_junit(
+            shown,
+            ["drain_configured", "manifests_consistent", "tail_slo"],
+            plan_file="deploy/plan.yaml",
+        )
+    )
+    failed = {
+        case.get("name"): (case.get("file"), case.get("line"), case.find("failure"))
+        for case in suite.iter("testcase")
+        if case.find("failure") is not None
+    }
+    rule = "manifests_consistent.manifest_contradicts_plan"
+    assert list(failed) == [
+        "drain_configured.grace_too_short[1]",
+        "drain_configured.grace_too_short[2]",
+        "drain_configured.grace_too_short[3]",
+        f"{rule}[drain.termination_grace_period_s]",
+        f"{rule}[replicas_per_zone.us-east1-b]",
+        f"{rule}[replicas_per_zone.us-east1-c]",
+    ]
+    assert suite.get("tests") == "7" and suite.get("failures") == "6"  # and tail_slo passes
+    # Each failure is its violation, message and all, not messages joined.
+    for case in suite.iter("testcase"):
+        failure = case.find("failure")
+        if failure is not None:
+            (found,) = [v for v in shown.violations if json.loads(failure.text or "") == v]
+            assert failure.get("message") == found["message"]
+            assert failure.get("type") == "high"
+    located = failed[f"{rule}[drain.termination_grace_period_s]"]
+    assert located[:2] == ("k8s/deploy.yaml", "30")
+    assert failed["drain_configured.grace_too_short[1]"][:2] == ("deploy/plan.yaml", None)
+    passed = [c for c in suite.iter("testcase") if c.get("name") == "tail_slo"]
+    assert [(c.get("file"), c.find("failure")) for c in passed] == [("deploy/plan.yaml", None)]
 
 
 def test_text_lists_every_warning() -> None:
@@ -466,3 +559,125 @@ def test_gitlab_findings_alike_still_get_distinct_fingerprints() -> None:
     issues = gitlab(decision(violations=[twice, twice]))
     assert issues[0]["fingerprint"] != issues[1]["fingerprint"]
     assert issues == gitlab(decision(violations=[twice, twice]))
+
+
+# ---- a check that could not decide: the error in every format ----------------------------
+
+UNDECIDED = Undecided(
+    "no-such-plan",
+    "no plan record no-such-plan",
+    created_at=datetime(2026, 11, 30, 12, 0, tzinfo=UTC),
+)
+
+
+def test_undecided_is_an_error_without_a_decision_in_every_format() -> None:
+    assert UNDECIDED.verdict() == (
+        "ERROR no-such-plan: no plan record no-such-plan (no decision stored)"
+    )
+    assert render_github(UNDECIDED, plan_file="deploy/plan.yaml").splitlines() == [
+        "::error file=deploy/plan.yaml,title=capgate error::no-such-plan: no plan record "
+        "no-such-plan (no decision stored)"
+    ]
+
+    log = json.loads(render_sarif(UNDECIDED, plan_file="deploy/plan.yaml"))
+    check_sarif(log)
+    (run,) = log["runs"]
+    assert run["invocations"] == [
+        {
+            "executionSuccessful": False,
+            "endTimeUtc": "2026-11-30T12:00:00.000000Z",
+            "toolExecutionNotifications": [
+                {"level": "error", "message": {"text": "no plan record no-such-plan"}}
+            ],
+        }
+    ]
+    (result,) = run["results"]
+    assert (result["ruleId"], result["level"]) == ("gate.error", "error")
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "deploy/plan.yaml"}
+    }
+    # No decision id, engine or digest to name: none is made up.
+    assert result["properties"] == {"plan": "no-such-plan"}
+    assert run["properties"] == {"plan": "no-such-plan", "outcome": "error"}
+
+    (issue,) = gitlab(UNDECIDED)
+    assert (issue["check_name"], issue["severity"]) == ("gate.error", "blocker")
+    assert issue["description"] == "capgate could not decide: no plan record no-such-plan"
+
+    suite = junit(render_junit(UNDECIDED, POLICIES))
+    assert [p.get("name") for p in suite.iter("property")] == ["outcome"]
+    (case,) = suite.iter("testcase")
+    error = case.find("error")
+    assert error is not None and error.get("message") == "no plan record no-such-plan"
+    assert suite.get("errors") == "1"
+
+
+# ---- paths relative to the repository root -----------------------------------------------
+
+
+def in_repository(path: str) -> str:
+    """What the CLI passes: a path as the job's working directory names it (here a
+    subfolder, deploy/, of the repository), written from the repository's root."""
+    return path if path.startswith("/") else f"deploy/{path}"
+
+
+LOCATED: list[tuple[str, Callable[..., str]]] = [
+    ("github", render_github),
+    ("sarif", render_sarif),
+    ("gitlab", render_gitlab),
+    ("junit", lambda d, **kw: render_junit(d, ["drain_configured", "manifests_consistent"], **kw)),
+]
+
+
+def paths_in(name: str, report: str) -> list[str]:
+    if name == "github":
+        return [line.split("file=")[1].split(",")[0] for line in report.splitlines()]
+    if name == "sarif":
+        return [
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(report)["runs"][0]["results"]
+        ]
+    if name == "gitlab":
+        return [issue["location"]["path"] for issue in json.loads(report)]
+    return [str(case.get("file")) for case in ET.fromstring(report).iter("testcase")]
+
+
+@pytest.mark.parametrize(("name", "render"), LOCATED, ids=[name for name, _ in LOCATED])
+def test_every_located_format_writes_paths_as_relative_names_them(
+    name: str, render: Callable[..., str]
+) -> None:
+    shown: DecisionLike = MANIFEST_DENY
+    report = render(shown, plan_file="plan.yaml", relative=in_repository)
+    # The manifest's violation at its file (and line), the other at the plan's file.
+    assert sorted(paths_in(name, report)) == ["deploy/k8s/deploy.yaml", "deploy/plan.yaml"]
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git absent: the repository root cannot be asked")
+    root = tmp_path / "repo"
+    (root / "deploy" / "k8s").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=30)
+    return root
+
+
+def test_paths_are_written_from_the_repository_root(repository: Path, tmp_path: Path) -> None:
+    relative = repo_relative(repository / "deploy")
+    assert relative("plan.yaml") == "deploy/plan.yaml"
+    assert relative("k8s/../k8s/deployment.yaml") == "deploy/k8s/deployment.yaml"
+    assert relative(str(repository / "deploy" / "k8s" / "hpa.yaml")) == "deploy/k8s/hpa.yaml"
+    assert relative("../README.md") == "README.md"
+    # Outside the repository, or no path at all: as given.
+    outside = str(tmp_path / "elsewhere" / "deploy.yaml")
+    assert relative(outside) == outside
+    assert relative("../../elsewhere.yaml") == "../../elsewhere.yaml"
+    assert relative("<stdin>") == "<stdin>"
+
+
+def test_without_a_repository_paths_are_from_the_working_directory(tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-repo"
+    (folder / "sub").mkdir(parents=True)
+    relative = repo_relative(folder)
+    assert relative("sub/plan.yaml") == "sub/plan.yaml"
+    assert relative(str(folder / "sub" / "plan.yaml")) == "sub/plan.yaml"

@@ -20,8 +20,10 @@ from registry.manifests.consistency import (
     same,
     stated_fields,
 )
+from registry.manifests.provider_match import compare_provider
 from registry.records.documents import load_document, validate_record
 from registry.records.kinds import RecordKind
+from registry.records.provider import ProviderProfile
 from registry.storage.database import Database
 from tests.api.test_gate_api import register, settings
 from tests.manifests.helpers import edited_example_manifests
@@ -57,6 +59,17 @@ def drifted(tmp_path: Path) -> Path:
 def line_of(path: Path, needle: str) -> int:
     lines = path.read_text(encoding="utf-8").splitlines()
     return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+def checked_with(client: TestClient, folder: Path) -> dict[str, Any]:
+    """The decision of a gate check of the example plan with the manifests in ``folder``."""
+    body = stated_fields([str(folder)]).model_dump(mode="json")
+    response = client.post(
+        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": body}
+    )
+    assert response.status_code == 200, response.text
+    decision: dict[str, Any] = response.json()
+    return decision
 
 
 def test_success_example_manifests_agree_with_the_example_plan() -> None:
@@ -161,15 +174,15 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["outcome"] == "allow"
     stored = client.get(f"/v1/decisions/{response.json()['id']}/input").json()["input"]
-    assert stored["manifests"] == {"checked": True, "discrepancies": [], "notes": []}
+    assert stored["manifests"] == {
+        "checked": True,
+        "discrepancies": [],
+        "notes": [],
+        "provider_discrepancies": [],
+    }
 
     folder = drifted(tmp_path)
-    body = stated_fields([str(folder)]).model_dump(mode="json")
-    response = client.post(
-        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": body}
-    )
-    assert response.status_code == 200, response.text
-    decision = response.json()
+    decision = checked_with(client, folder)
     assert decision["outcome"] == "deny"
     contradicted = [v for v in decision["violations"] if v["policy"] == "manifests_consistent"]
     assert len(contradicted) == 8  # 3 zones, the total, TP, GPUs, grace period, metric
@@ -184,7 +197,12 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
     response = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
     assert response.json()["outcome"] == "allow"
     stored = client.get(f"/v1/decisions/{response.json()['id']}/input").json()["input"]
-    assert stored["manifests"] == {"checked": False, "discrepancies": [], "notes": []}
+    assert stored["manifests"] == {
+        "checked": False,
+        "discrepancies": [],
+        "notes": [],
+        "provider_discrepancies": [],
+    }
 
 
 def test_api_what_the_manifests_leave_uncompared_is_a_note(
@@ -200,12 +218,7 @@ def test_api_what_the_manifests_leave_uncompared_is_a_note(
             ]
         },
     )
-    body = stated_fields([str(folder)]).model_dump(mode="json")
-    response = client.post(
-        "/v1/gate/checks", json={"plan": "chat-assistant-prod", "manifests": body}
-    )
-    assert response.status_code == 200, response.text
-    decision = response.json()
+    decision = checked_with(client, folder)
     assert decision["outcome"] == "allow", decision["violations"]
     deployment = folder / "deployment.yaml"
     note = (
@@ -215,7 +228,12 @@ def test_api_what_the_manifests_leave_uncompared_is_a_note(
     )
     assert f"manifests_consistent.manifests_not_compared: {note}" in decision["warnings"]
     stored = client.get(f"/v1/decisions/{decision['id']}/input").json()["input"]
-    assert stored["manifests"] == {"checked": True, "discrepancies": [], "notes": [note]}
+    assert stored["manifests"] == {
+        "checked": True,
+        "discrepancies": [],
+        "notes": [note],
+        "provider_discrepancies": [],
+    }
 
 
 def test_fail_api_malformed_manifests_is_422_and_stores_nothing(client: TestClient) -> None:
@@ -254,3 +272,130 @@ def test_cli_sends_the_manifests_to_a_server(database: Database, tmp_path: Path)
     fields = {v["details"]["field"] for v in violations if v["policy"] == "manifests_consistent"}
     assert "drain.termination_grace_period_s" in fields and len(fields) == 8
     assert "total_replicas" in fields
+
+
+# What the manifests serve against the provider the plan pins (llama31-8b-h100-vllm@v1:
+# meta-llama/Llama-3.1-8B-Instruct, bf16, vLLM 0.10.2, H100-SXM-80GB).
+PROVIDER_REF = "llama31-8b-h100-vllm@v1"
+MODEL_ARG = ("            - meta-llama/Llama-3.1-8B-Instruct\n", "            - Qwen/Qwen3-8B\n")
+IMAGE = "image: vllm/vllm-openai:v0.10.2"
+GKE_H100 = "values: [nvidia-h100-80gb]"
+
+
+def example_provider() -> ProviderProfile:
+    return validate_record(RecordKind.provider, load_document(EXAMPLE / "provider.yaml"))
+
+
+def served_elsewhere(tmp_path: Path) -> Path:
+    """The example's manifests serving Qwen3-8B on vLLM 0.11.0 on L4 nodes: every plan
+    field still agrees."""
+    return edited_example_manifests(
+        tmp_path,
+        {
+            "deployment.yaml": [
+                MODEL_ARG,
+                (IMAGE, "image: vllm/vllm-openai:v0.11.0"),
+                (GKE_H100, "values: [nvidia-l4]"),
+            ]
+        },
+    )
+
+
+def test_fail_manifests_that_serve_another_model_runtime_and_gpu(tmp_path: Path) -> None:
+    folder = served_elsewhere(tmp_path)
+    deployment = folder / "deployment.yaml"
+    stated = stated_fields([str(folder)])
+    assert discrepancies(example_plan(), stated) == []  # the plan's fields agree
+    found, not_compared = compare_provider(example_provider(), stated.fields)
+    assert not_compared == []
+    assert {(d.field, d.provider, d.manifests, d.read, d.line) for d in found} == {
+        (
+            "model.name",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "Qwen/Qwen3-8B",
+            "",
+            line_of(deployment, "- Qwen/Qwen3-8B"),
+        ),
+        (
+            "runtime.version",
+            "0.10.2",
+            "0.11.0",
+            "vllm/vllm-openai:v0.11.0",
+            line_of(deployment, "image: vllm/vllm-openai"),
+        ),
+        (
+            "accelerator.name",
+            "H100-SXM-80GB",
+            "L4",
+            "cloud.google.com/gke-accelerator: nvidia-l4",
+            line_of(deployment, "key: cloud.google.com/gke-accelerator"),
+        ),
+    }
+    assert {d.file for d in found} == {str(deployment)}
+
+
+def test_api_a_contradicted_provider_is_denied_at_the_manifests_line(
+    client: TestClient, tmp_path: Path
+) -> None:
+    folder = served_elsewhere(tmp_path)
+    deployment = folder / "deployment.yaml"
+    decision = checked_with(client, folder)
+    assert decision["outcome"] == "deny"
+    denied = [v for v in decision["violations"] if v["policy"] == "manifests_consistent"]
+    assert {v["rule"] for v in denied} == {"manifest_contradicts_provider"}
+    model, image, gpu = (
+        line_of(deployment, "- Qwen/Qwen3-8B"),
+        line_of(deployment, "image: vllm/vllm-openai"),
+        line_of(deployment, "key: cloud.google.com/gke-accelerator"),
+    )
+    assert sorted(v["message"] for v in denied) == [
+        f"accelerator.name is H100-SXM-80GB in provider {PROVIDER_REF} but L4 in "
+        f"{deployment}:{gpu} (cloud.google.com/gke-accelerator: nvidia-l4)",
+        f"model.name is meta-llama/Llama-3.1-8B-Instruct in provider {PROVIDER_REF} but "
+        f"Qwen/Qwen3-8B in {deployment}:{model}",
+        f"runtime.version is 0.10.2 in provider {PROVIDER_REF} but 0.11.0 in "
+        f"{deployment}:{image} (vllm/vllm-openai:v0.11.0)",
+    ]
+    # SARIF and GitHub annotations locate each at the manifest's file and line.
+    assert {(v["details"]["file"], v["details"]["line"]) for v in denied} == {
+        (str(deployment), line) for line in (model, image, gpu)
+    }
+    stored = client.get(f"/v1/decisions/{decision['id']}/input").json()["input"]
+    assert len(stored["manifests"]["provider_discrepancies"]) == 3
+
+
+def test_api_another_patch_release_is_a_note(client: TestClient, tmp_path: Path) -> None:
+    folder = edited_example_manifests(
+        tmp_path, {"deployment.yaml": [(IMAGE, "image: vllm/vllm-openai:v0.10.1")]}
+    )
+    deployment = folder / "deployment.yaml"
+    decision = checked_with(client, folder)
+    assert decision["outcome"] == "allow", decision["violations"]
+    note = (
+        "runtime.version: the manifests run vLLM 0.10.1 (vllm/vllm-openai:v0.10.1, "
+        f"{deployment}:{line_of(deployment, 'image: vllm')}), the provider states 0.10.2: "
+        "the same minor version, another patch"
+    )
+    assert f"manifests_consistent.manifests_not_compared: {note}" in decision["warnings"]
+
+
+def test_fail_a_placeholder_model_is_refused_before_anything_is_checked(tmp_path: Path) -> None:
+    """`gate check --manifests` (local or --server) exits 2 naming the file and line, as
+    `plan from-manifests` does; no registry or server is asked anything."""
+    import os
+
+    from tests.cli.test_gate_cli import capgate
+
+    placeholder = ("- meta-llama/Llama-3.1-8B-Instruct", "- /var/mdl/YOUR-MODEL-PATH")
+    folder = edited_example_manifests(tmp_path, {"deployment.yaml": [placeholder]})
+    deployment = folder / "deployment.yaml"
+    where = f"{deployment} (document 0, line {line_of(deployment, 'YOUR-MODEL-PATH')})"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    env.update(CAPGATE_DATABASE_URL=f"sqlite:///{tmp_path}/none.db", CAPGATE_TOKEN="unused")
+    check = ("gate", "check", "chat-assistant-prod", "--manifests", str(folder))
+    for remote in ((), ("--server", "http://127.0.0.1:9")):
+        result = capgate(*check, *remote, env=env)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert f"{where}: spec.template.spec.containers.0.args.0: the model " in result.stderr
+        assert "'/var/mdl/YOUR-MODEL-PATH' is a template placeholder" in result.stderr
+    assert not (tmp_path / "none.db").exists()

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from registry.errors import InvalidInput
 from registry.importers import ImportedStage, import_result_file_with_findings
-from registry.importers.common import MeasuredAtSource
+from registry.importers.common import MeasuredAtSource, slug
+from registry.records.kinds import RecordKind
+from tests.factories import example
 from tests.support import fixtures
+
+if TYPE_CHECKING:
+    from registry.storage.database import Database
 
 # --measured-at for files that leave the time to it (no time, or one without a zone). A file
 # that states its own time with a zone keeps it, and a --measured-at far from it is refused.
@@ -67,3 +74,66 @@ def local_cli_env(database_url: str) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
     environment.update(CAPGATE_DATABASE_URL=database_url, CAPGATE_PRINCIPAL="alice")
     return environment
+
+
+# ---- providers serving what the files measured ----------------------------------------------
+
+# The worked example's provider: meta-llama/Llama-3.1-8B-Instruct on H100s with vLLM 0.10.2.
+EXAMPLE_PROVIDER = "llama31-8b-h100-vllm"
+# The other models the result files imported into a registry here name (a file is imported
+# for a provider serving the model it measured, as a user imports it).
+OTHER_MODELS = (
+    "openai/gpt-oss-20b",
+    "Qwen/Qwen3-4B-Thinking-2507",
+    "facebook/opt-125m",
+    "example/model-8b",
+    "example/model",
+)
+
+
+def serving_name(model: str) -> str:
+    """The name of the provider `serving(model)` describes: ``gpt-oss-20b-h100-vllm``."""
+    return f"{slug(model.rsplit('/', 1)[-1])}-h100-vllm"
+
+
+def serving(model: str, **changes: Any) -> dict[str, Any]:
+    """The worked example's provider profile serving `model` instead (the same shape, H100s,
+    vLLM 0.10.2, named ``serving_name(model)``), with top-level fields replaced."""
+    record = example(RecordKind.provider, **{"name": serving_name(model), **changes})
+    record["description"] = f"{model} on {record['accelerator']['name']}"
+    record["model"]["name"] = model
+    record["model"].pop("weights_digest", None)
+    return record
+
+
+def register_provider(database: Database, record: dict[str, Any]) -> str:
+    """Submit a provider profile document; its name."""
+    from registry.records import service
+    from registry.records.documents import validate_record
+
+    profile = validate_record(RecordKind.provider, record)
+    database.write(
+        lambda ctx: service.submit(ctx, kind=RecordKind.provider, record=profile), principal="t"
+    )
+    return str(record["name"])
+
+
+def register_providers(database: Database, *models: str) -> list[str]:
+    """Providers serving each of `models` (default: ``OTHER_MODELS``); their names."""
+    return [register_provider(database, serving(model)) for model in models or OTHER_MODELS]
+
+
+@cache
+def measured_model(rel: str) -> str | None:
+    """The model a test file says it measured (its first stage's, as ``measured_model``)."""
+    from registry.importers import _parse
+
+    path = path_of(rel)
+    return _parse(path.read_bytes(), file_name=path.name, tool="auto")[0].identity.model
+
+
+def provider_for(rel: str) -> str:
+    """The provider a test file is imported for: one of ``register_providers`` serving the
+    model it measured, else the example's (its model, or a name that cannot be compared)."""
+    model = measured_model(rel)
+    return serving_name(model) if model in OTHER_MODELS else EXAMPLE_PROVIDER

@@ -23,7 +23,12 @@ from tests.support.fixtures import shared
 
 MULTI_REL = "load-tests/guidellm/llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
 VLLM_REL = "load-tests/vllm-bench/nv-action__vllm-benchmarks__ascend-llama8b-tp1-qps-inf.json"
-GENAI_REL = "load-tests/genai-perf/wellflat__k8s-dev__gpt-oss-20b-c1-sdk2501.json"
+# States no time; its model is Triton's served name "ensemble", which cannot be compared with
+# the example provider's (a note), so it imports against the example's plan.
+GENAI_REL = (
+    "load-tests/genai-perf/triton-inference-server__perf_analyzer__issue298-streaming-"
+    "profile_export_genai_perf.json"
+)
 # --measured-at for files that state no time; the real files here state their own.
 WHEN = datetime(2026, 11, 20, tzinfo=UTC)
 

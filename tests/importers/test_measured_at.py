@@ -26,7 +26,7 @@ from registry.records.kinds import RecordKind
 from registry.staleness.laundering import SAME_RUN_SLACK
 from registry.storage.database import Database
 from tests.cli.test_cli import capgate
-from tests.importers.helpers import path_of
+from tests.importers.helpers import path_of, provider_for, register_providers
 from tests.importers.test_import_service import submit_example
 from tests.support.auth import client_for
 
@@ -34,8 +34,8 @@ from tests.support.auth import client_for
 ZONED = "aiperf/ai-dynamo__aiperf__examples-run1-profile_export_aiperf.json"
 ZONED_AT = datetime.fromtimestamp(1.759522419154569e18 / 1e9, tz=UTC)
 ZONED_S = 9.317788951  # its benchmark_duration
-# GenAI-Perf states no time at all: --measured-at is needed.
-NO_TIME = "genai-perf/wellflat__k8s-dev__gpt-oss-20b-c1-sdk2501.json"
+# inference-perf states no time at all (nor the model): --measured-at is needed.
+NO_TIME = "inference-perf/kubernetes-sigs__inference-perf__kubecon25-vllm-stage0-lifecycle.json"
 # Three vLLM --append-result lines, each with its own date (no zone), 1.5 min apart.
 STAGED = "vllm-bench/synthetic__vllm-append-result-metadata.json"
 GUIDELLM = "guidellm/llm-d__llm-d-benchmark__guidellm-report-v2-mockserver.json"
@@ -129,12 +129,14 @@ def test_a_time_without_a_zone_still_yields_to_measured_at() -> None:
 def registry(database: Database) -> Database:
     for kind in (RecordKind.workload, RecordKind.provider, RecordKind.plan):
         submit_example(database, kind)
+    register_providers(database)  # each file is imported for the model it measured
     return database
 
 
 def run_import(database: Database, rel: str, **kw: Any) -> list[ImportResult]:
     path = path_of(rel)
-    options = ImportOptions(**{**AGAINST, "traffic_class": "interactive", **kw})
+    against = {**AGAINST, "provider": provider_for(rel), "traffic_class": "interactive"}
+    options = ImportOptions(**{**against, **kw})
     return import_files(
         database, [ImportFile(name=path.name, data=path.read_bytes())], options, principal="ci"
     )
@@ -193,22 +195,18 @@ def test_each_stage_of_a_reimported_file_keeps_its_own_first_time(registry: Data
 # ---- the CLI (locally and against a server) and the API ----------------------------------
 
 
-CLI_AGAINST = (
-    "--workload",
-    "chat-assistant",
-    "--provider",
-    "llama31-8b-h100-vllm",
-    "--replicas",
-    "1",
-    "--class",
-    "interactive",
-)
+def cli_against(rel: str) -> tuple[str, ...]:
+    return (
+        *("--workload", "chat-assistant", "--provider", provider_for(rel)),
+        *("--replicas", "1", "--class", "interactive"),
+    )
 
 
 def test_cli_conflicting_measured_at_exits_2_naming_both_times(env: dict[str, str]) -> None:
     path = path_of(ZONED)
     wrong = "2026-11-24T14:05:00Z"
-    result = capgate("evidence", "import", str(path), *CLI_AGAINST, "--measured-at", wrong, env=env)
+    against = cli_against(ZONED)
+    result = capgate("evidence", "import", str(path), *against, "--measured-at", wrong, env=env)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
@@ -216,7 +214,7 @@ def test_cli_conflicting_measured_at_exits_2_naming_both_times(env: dict[str, st
     assert f"--measured-at: the file states the run started at {ZONED_AT.isoformat()}" in line
     assert "--measured-at 2026-11-24T14:05:00+00:00 was given" in line
     # The file's own time is what an import without the flag stores.
-    ok = capgate("evidence", "import", str(path), *CLI_AGAINST, "--json", env=env)
+    ok = capgate("evidence", "import", str(path), *against, "--json", env=env)
     assert ok.returncode == 0, ok.stderr
     (record,) = json.loads(ok.stdout)
     assert datetime.fromisoformat(record["record"]["content"]["measured_at"]) == ZONED_AT
@@ -224,13 +222,14 @@ def test_cli_conflicting_measured_at_exits_2_naming_both_times(env: dict[str, st
 
 def test_cli_reimport_keeps_the_first_time_and_says_so_on_stderr(env: dict[str, str]) -> None:
     path = path_of(NO_TIME)
+    against = cli_against(NO_TIME)
     first = capgate(
-        "evidence", "import", str(path), *CLI_AGAINST, "--measured-at", T1.isoformat(), env=env
+        "evidence", "import", str(path), *against, "--measured-at", T1.isoformat(), env=env
     )
     assert first.returncode == 0, first.stderr
     assert first.stderr == ""
     again = capgate(
-        "evidence", "import", str(path), *CLI_AGAINST, "--measured-at", T2.isoformat(), env=env
+        "evidence", "import", str(path), *against, "--measured-at", T2.isoformat(), env=env
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout.endswith("(unchanged, existing version)\n")
@@ -251,7 +250,7 @@ def upload(client: TestClient, rel: str, **form: str) -> Any:
     path = path_of(rel)
     data = {
         "workload": "chat-assistant",
-        "provider": "llama31-8b-h100-vllm",
+        "provider": provider_for(rel),
         "replicas": "1",
         "traffic_class": "interactive",
         **form,

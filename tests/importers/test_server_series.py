@@ -27,7 +27,7 @@ from registry.importers.server_series import PREFIX_GAUGE
 from registry.observe.catalog import buckets
 from tests.cli.test_cli import capgate
 from tests.cli.test_evidence_cli import AGAINST
-from tests.importers.helpers import one, path_of
+from tests.importers.helpers import EXAMPLE_PROVIDER, one, path_of, provider_for
 from tests.staleness.test_laundering import workload_with_p99
 from tests.support.prometheus import backfill, find_binaries, go_float, running_prometheus
 from tests.support.real_parts import absent
@@ -337,7 +337,9 @@ def _server_reads_these(
 
 
 def run_import(env: dict[str, str], rel: str, *extra: str) -> Any:
-    return capgate("evidence", "import", str(path_of(rel)), *AGAINST, *extra, "--json", env=env)
+    # Each file against a provider serving the model it measured (the env registers them).
+    against = [provider_for(rel) if a == EXAMPLE_PROVIDER else a for a in AGAINST]
+    return capgate("evidence", "import", str(path_of(rel)), *against, *extra, "--json", env=env)
 
 
 def imported(env: dict[str, str], rel: str, *extra: str) -> tuple[dict[str, Any], str]:

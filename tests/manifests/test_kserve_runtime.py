@@ -74,7 +74,7 @@ def test_the_runtime_container_and_placement_are_merged_in(tmp_path: Path) -> No
     assert sources["serving.max_model_len"].line == line_of(service, "--max-model-len")
     assert sources["parallelism.gpus_per_replica"].line == line_of(runtime, "nvidia.com/gpu")
     assert sources["replicas_per_zone.z-b"].file == str(runtime)
-    assert any("vllm/vllm-openai:v0.10.2 (version v0.10.2)" in n for n in result.notes)
+    assert any("vllm/vllm-openai:v0.10.2 (vLLM 0.10.2)" in n for n in result.notes)
 
 
 def test_the_service_wins_where_both_state_a_field(tmp_path: Path) -> None:

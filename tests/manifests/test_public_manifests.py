@@ -118,3 +118,84 @@ def test_public_kserve_vllm_runtime(tmp_path: Path) -> None:
     assert document["warmup"]["startup_probe_budget_s"] == 1260
     assert result.sources["warmup.startup_probe_budget_s"].file == str(runtime)
     assert document["warmup"]["readiness_requires_model_loaded"] is True
+
+
+# What each public file serves (provider.* as read), and the provider fields it
+# contradicts in the example's provider (Llama-3.1-8B-Instruct, vLLM 0.10.2, H100).
+SERVES: dict[str, tuple[dict[str, str], set[str]]] = {
+    "lws-vllm-gpu.yaml": (
+        {
+            "model.name": "meta-llama/Llama-3.1-405B-Instruct",
+            "runtime.image": "vllm/vllm-openai:v0.8.5",
+            "accelerator.resource": "nvidia.com/gpu",
+        },
+        {"model.name", "runtime.version"},
+    ),
+    "gaie-vllm-gpu-deployment.yaml": (
+        {
+            "model.name": "meta-llama/Llama-3.1-8B-Instruct",
+            "runtime.image": "vllm/vllm-openai:v0.8.5",
+            "accelerator.resource": "nvidia.com/gpu",
+        },
+        {"runtime.version"},
+    ),
+    "gke-vllm-gemma-3-1b-it.yaml": (
+        {
+            "model.name": "google/gemma-3-1b-it",  # --model=$(MODEL_ID), from the env
+            "runtime.image": "us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/"
+            "pytorch-vllm-serve:20250312_0916_RC01",
+            "accelerator.resource": "nvidia.com/gpu",
+            "accelerator.node_selector.cloud.google.com/gke-accelerator": "nvidia-l4",
+        },
+        {"model.name", "accelerator.name"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVES))
+def test_public_manifest_identity(name: str) -> None:
+    from registry.manifests.consistency import stated_fields
+    from registry.manifests.provider_match import compare_provider
+    from tests.manifests.test_identity import example_provider
+
+    source = PUBLIC[name][0]
+    path = FIXTURES / name
+    if not path.is_file():
+        pytest.skip(f"{path} absent (from {source})")
+    read, contradicted = SERVES[name]
+    fields = stated_fields([str(path)]).fields
+    served = {k.removeprefix("provider."): v.value for k, v in fields.items()}
+    assert {k: v for k, v in served.items() if k in read} == read
+    assert served["runtime.name"] == "vllm"
+    found, _ = compare_provider(example_provider(), fields)
+    assert {d.field for d in found} == contradicted
+    assert {d.file for d in found} == {str(path)}
+
+
+def test_public_kserve_runtime_identity(tmp_path: Path) -> None:
+    """KServe's runtime serves ``${MODEL}`` (set inside its script from what KServe
+    downloads): the model is the InferenceService's storageUri; the runtime's image is a
+    kustomize placeholder (vllmserver:replace), not vLLM's own image: no version is read."""
+    from registry.manifests.consistency import stated_fields
+    from registry.manifests.provider_match import compare_provider
+    from tests.manifests.test_identity import example_provider
+
+    name, source = KSERVE_RUNTIME
+    runtime = FIXTURES / name
+    if not runtime.is_file():
+        pytest.skip(f"{runtime} absent (from {source})")
+    service = tmp_path / "isvc.yaml"
+    service.write_text(
+        KSERVE_SERVICE.replace(
+            "      runtime: kserve-vllmserver\n",
+            "      runtime: kserve-vllmserver\n"
+            "      storageUri: hf://meta-llama/Llama-3.1-8B-Instruct\n",
+        )
+    )
+    fields = stated_fields([str(runtime), str(service)]).fields
+    model, image = fields["provider.model.name"], fields["provider.runtime.image"]
+    assert (model.value, model.file) == ("hf://meta-llama/Llama-3.1-8B-Instruct", str(service))
+    assert (image.value, image.file) == ("vllmserver:replace", str(runtime))
+    found, notes = compare_provider(example_provider(), fields)
+    assert found == []
+    assert any("vllmserver:replace" in n and "is not vLLM's own image" in n for n in notes)

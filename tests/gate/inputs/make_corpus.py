@@ -718,6 +718,66 @@ def compliant__manifests_leave_zones_to_scheduler(doc: Doc) -> list[str]:
     return ["note:manifests_consistent/manifests_not_compared"]
 
 
+def manifests_consistent__serves_another_model(doc: Doc) -> list[str]:
+    """The manifests serve Qwen/Qwen3-8B with vLLM 0.11.0 on L4 nodes; the provider the
+    plan pins describes Llama-3.1-8B-Instruct on vLLM 0.10.2 on H100-SXM-80GB. Every plan
+    field agrees."""
+    doc["manifests"] = {
+        "checked": True,
+        "discrepancies": [],
+        "notes": [],
+        "provider_discrepancies": [
+            {
+                "field": "model.name",
+                "provider": "meta-llama/Llama-3.1-8B-Instruct",
+                "manifests": "Qwen/Qwen3-8B",
+                "read": "",
+                "file": "k8s/deployment.yaml",
+                "document": 0,
+                "line": 58,
+            },
+            {
+                "field": "runtime.version",
+                "provider": "0.10.2",
+                "manifests": "0.11.0",
+                "read": "vllm/vllm-openai:v0.11.0",
+                "file": "k8s/deployment.yaml",
+                "document": 0,
+                "line": 55,
+            },
+            {
+                "field": "accelerator.name",
+                "provider": "H100-SXM-80GB",
+                "manifests": "L4",
+                "read": "cloud.google.com/gke-accelerator: nvidia-l4",
+                "file": "k8s/deployment.yaml",
+                "document": 0,
+                "line": 39,
+            },
+        ],
+    }
+    return ["manifests_consistent/manifest_contradicts_provider"]
+
+
+def compliant__manifests_run_another_patch(doc: Doc) -> list[str]:
+    """The manifests run vLLM 0.10.1 where the provider states 0.10.2 and give the model
+    as a local path: the same minor version is a note, the path another."""
+    doc["manifests"] = {
+        "checked": True,
+        "discrepancies": [],
+        "notes": [
+            "model.name is not compared with the provider's meta-llama/Llama-3.1-8B-Instruct: "
+            "the manifests serve /models/llama-3.1-8b (k8s/deployment.yaml:58), a local path, "
+            "not a Hugging Face id",
+            "runtime.version: the manifests run vLLM 0.10.1 (vllm/vllm-openai:v0.10.1, "
+            "k8s/deployment.yaml:55), the provider states 0.10.2: the same minor version, "
+            "another patch",
+        ],
+        "provider_discrepancies": [],
+    }
+    return ["note:manifests_consistent/manifests_not_compared"]
+
+
 CASES: list[Callable[[Doc], list[str]]] = [
     production_drift__prompts_grew,
     compliant__production_matches,
@@ -779,6 +839,8 @@ CASES: list[Callable[[Doc], list[str]]] = [
     compliant__manifests_agree,
     compliant__claims_copied_from_slos,
     compliant__manifests_leave_zones_to_scheduler,
+    manifests_consistent__serves_another_model,
+    compliant__manifests_run_another_patch,
 ]
 
 
