@@ -14,6 +14,7 @@ from cli.profile_out import ProfileOutputOpt, ProfileSubmitOpt
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from registry.errors import InvalidInput
     from registry.importers.service import ImportFile
     from registry.records.views import SubmitResult
     from registry.records.workload import ClassSLO
@@ -114,6 +115,28 @@ def _submit_line(result: SubmitResult) -> str:
 
 
 # ---- evidence ------------------------------------------------------------------------------
+
+
+# The fitter's parameters a person gives as these flags: an error names the flag to use.
+_FIT_FLAGS = {
+    "trace_start": "--trace-start",
+    "class_by": "--class-by",
+    "window_s": "--window",
+    "assumed_service_time_s": "--assumed-service-time-s",
+    "hash_block_tokens": "--hash-block-tokens",
+    "prefix_cache_tokens": "--prefix-cache-tokens",
+}
+
+
+def _as_flags(exc: InvalidInput) -> InvalidInput:
+    from registry.errors import FieldProblem
+    from registry.errors import InvalidInput as Invalid
+
+    problems = [FieldProblem(_FIT_FLAGS.get(p.loc, p.loc), p.message) for p in exc.problems]
+    message = exc.message
+    for field, flag in _FIT_FLAGS.items():
+        message = message.replace(f"pass {field}", f"pass {flag}")
+    return Invalid(message, problems=problems, source=exc.source)
 
 
 def extend_evidence(group: typer.Typer) -> None:
@@ -534,19 +557,22 @@ def extend_workload(group: typer.Typer) -> None:
             )
         from registry.traces import fit_trace
 
-        fit = fit_trace(
-            file,
-            name=name,
-            slo=slo,
-            class_by=class_by,
-            window_s=window_s,
-            priorities=_priorities(priority or []),
-            trace_start=start,
-            assumed_service_time_s=assumed_service_time_s,
-            trace_ref=trace_ref,
-            hash_block_tokens=hash_block_tokens,
-            prefix_cache_tokens=prefix_cache_tokens,
-        )
+        try:
+            fit = fit_trace(
+                file,
+                name=name,
+                slo=slo,
+                class_by=class_by,
+                window_s=window_s,
+                priorities=_priorities(priority or []),
+                trace_start=start,
+                assumed_service_time_s=assumed_service_time_s,
+                trace_ref=trace_ref,
+                hash_block_tokens=hash_block_tokens,
+                prefix_cache_tokens=prefix_cache_tokens,
+            )
+        except InvalidInput as exc:
+            raise _as_flags(exc) from None
         from cli.profile_out import hand_over
 
         classes = ", ".join(c.name for c in fit.profile.classes)

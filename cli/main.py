@@ -16,8 +16,31 @@ ROOT = {
     "help": "Decision gate and evidence registry for LLM serving capacity plans.",
     "no_args_is_help": True,
     "pretty_exceptions_enable": False,
-    "add_completion": False,
+    # Typer's own: --install-completion / --show-completion for bash, zsh, fish, PowerShell.
+    "add_completion": True,
+    # Help is written in paragraphs: markdown reflows them to the terminal's width (the
+    # default keeps each source line break, so help broke mid-sentence at 80 columns).
+    "rich_markup_mode": "markdown",
 }
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        typer.echo(f"capgate {version('capgate')}")
+        raise typer.Exit()
+
+
+def _root_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print capgate's version."
+        ),
+    ] = False,
+) -> None:
+    """Decision gate and evidence registry for LLM serving capacity plans."""
 
 
 # Each group is built on first use: a command line that names one group imports and
@@ -236,16 +259,19 @@ def build(only: str | None = None) -> typer.Typer:
     that group alone; its usage lines and errors read the same.
     """
     root = typer.Typer(**ROOT)  # type: ignore[arg-type]
+    root.callback()(_root_options)
     for name, make in GROUPS.items():
         if only is None or name == only:
             root.add_typer(make(), name=name)
     if only is None:
         from cli.observe import observe
         from cli.report import report
+        from cli.validate import validate
 
         root.command("observe")(observe)
         root.command("report")(report)
         root.command("serve")(serve)
+        root.command("validate")(validate)
     return root
 
 
@@ -276,7 +302,9 @@ def run() -> None:
     # Typer runs in standalone mode: it shows its own usage errors and exits (2) itself,
     # so whatever reaches the handler below is capgate's.
     try:
-        _app_for(sys.argv[1:])()
+        # Named, not taken from argv[0]: usage lines and the completion script say
+        # `capgate` however it was started (`python -m cli.main` in the tests).
+        _app_for(sys.argv[1:])(prog_name="capgate")
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in SERVER_MODULES:
             raise
@@ -292,6 +320,9 @@ def run() -> None:
 
         if isinstance(exc, InvalidInput):
             print(f"capgate: error: {exc.one_line()}", file=sys.stderr)
+            # Every further problem too, one per line: a record is fixed in one round.
+            for problem in exc.problems[1:]:
+                print(f"  {problem}", file=sys.stderr)
             sys.exit(exc.exit_code)
         if isinstance(exc, CapgateError):
             print(f"capgate: error: {exc.message}", file=sys.stderr)

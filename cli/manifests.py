@@ -31,20 +31,25 @@ def from_manifests(
             "reserve, claims, name. Never read as a manifest.",
         ),
     ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the plan YAML here.")
+    ] = None,
     submit: Annotated[
         bool, typer.Option("--submit", help="Submit the plan, as `plan submit` does.")
     ] = False,
     server: ServerOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Build a plan from the manifests that will be applied: the plan on stdout as YAML,
-    where each field came from and notes on stderr."""
+    """Build a plan from the manifests that will be applied: the plan as YAML on stdout (or
+    in --output), where each field came from and notes on stderr."""
     from registry.manifests import plan_from_manifests
 
     # Everything is read and validated before anything is submitted.
     result = plan_from_manifests(
         paths, overlay=overlay, workload=workload, provider=provider, name=name
     )
+    if output is not None:
+        _write(output, result.document)
     submitted = None
     if submit:
         from cli.backend import open_backend
@@ -74,6 +79,19 @@ def from_manifests(
     width = max(len(field) for field in result.sources)
     for field, where in result.sources.items():
         typer.echo(f"source: {field:<{width}}  {where}", err=True)
-    typer.echo(dump_yaml(result.document).rstrip())
+    if output is None:
+        typer.echo(dump_yaml(result.document).rstrip())
+    else:
+        typer.echo(f"wrote plan {result.document.get('name')} to {output}")
     if submitted is not None:
         typer.echo(f"# submitted: {submit_line(submitted)}")
+
+
+def _write(path: Path, document: dict[str, object]) -> None:
+    from cli.yaml_out import dump_yaml
+    from registry.errors import InvalidInput
+
+    try:
+        path.write_text(dump_yaml(document), encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot write: {exc.strerror}", source=str(path)) from None

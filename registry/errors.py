@@ -47,6 +47,7 @@ class InvalidInput(CapgateError):
         if self.problems:
             more = len(self.problems) - 1
             suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            # (The CLI prints the others on the lines below it; the API returns them all.)
             return f"{where}{self.problems[0]}{suffix}"
         return f"{where}{self.message}"
 

@@ -510,3 +510,26 @@ notes contains n if {
 		{"claims": _conservative_claims, "max_relative_error": _thresholds.claims_max_relative_error},
 	)
 }
+
+# METADATA
+# title: Capacity claim below the recomputation
+# description: >-
+#   The plan claims fewer ready replicas suffice at peak (claims.ready_replicas_needed_at_peak)
+#   than the recomputation needs (min_ready_replicas_at_peak): noted, not denied, because no
+#   rule rests on that claim (the reserve, the disruption budget and the autoscaling floor
+#   are judged against the recomputation's need); the note keeps the gate and the report
+#   saying the same thing about it.
+# custom:
+#   severity: info
+notes contains n if {
+	claimed := object.get(input.plan, ["claims", "ready_replicas_needed_at_peak"], null)
+	needed := input.recomputation.min_ready_replicas_at_peak
+	is_number(claimed)
+	is_number(needed)
+	claimed < needed
+	n := result.violation(
+		_policy, "claims_capacity_optimistic", "info",
+		concat("", ["the plan claims ", result.show(claimed), " ready replicas suffice at peak; the recomputation needs ", result.show(needed), ": the claim is optimistic (the plan's replicas are judged on the recomputation's need; set claims.ready_replicas_needed_at_peak to ", result.show(needed), ")"]),
+		{"field": "claims.ready_replicas_needed_at_peak", "claimed": claimed, "needed": needed},
+	)
+}

@@ -432,3 +432,24 @@ test_success_no_note_when_the_workload_share_is_unknown if {
 	ev := object.union(_evidence, {"workload_prefix_cache_share": null})
 	tail_slo.notes == set() with input as _with({"evidence": [ev]})
 }
+
+test_success_optimistic_capacity_claim_is_a_note if {
+	inp := _with({
+		"plan": {"claims": {"ready_replicas_needed_at_peak": 4}},
+		"recomputation": {"min_ready_replicas_at_peak": 5},
+	})
+	tail_slo.violations == set() with input as inp
+	{n.details | some n in tail_slo.notes; n.rule == "claims_capacity_optimistic"} == {{"field": "claims.ready_replicas_needed_at_peak", "claimed": 4, "needed": 5}} with input as inp
+}
+
+test_success_capacity_claim_at_or_above_the_need_is_silent if {
+	every claimed in [5, 7] {
+		count({n |
+			some n in tail_slo.notes
+			n.rule == "claims_capacity_optimistic"
+		}) == 0 with input as _with({
+			"plan": {"claims": {"ready_replicas_needed_at_peak": claimed}},
+			"recomputation": {"min_ready_replicas_at_peak": 5},
+		})
+	}
+}

@@ -515,6 +515,8 @@ def manifests_input(
         provider_discrepancies=[
             ManifestProviderDiscrepancyInput(**found.model_dump()) for found in served
         ],
+        compared_fields=len(stated.fields),
+        files=dict(stated.files),
     )
 
 

@@ -423,6 +423,14 @@ class ManifestsInput(_Doc):
         description="What the manifests serve that the provider the plan pins does not "
         "describe; empty when not checked.",
     )
+    compared_fields: int = Field(
+        default=0, ge=0, description="How many fields the manifests state that were compared."
+    )
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Each manifest file read (as the client named it, from the repository's "
+        "root or the working directory) and the sha256 of its bytes; stdin has none.",
+    )
 
 
 class DriftChangeInput(_Doc):

@@ -72,6 +72,13 @@ def render_text(decision: DecisionLike) -> str:
             )
             + f", {len(inputs.get('evidence', []))} evidence"
         )
+        manifests = inputs.get("manifests")
+        if manifests:
+            files = manifests.get("files") or {}
+            lines.append(
+                f"  manifests: {manifests.get('compared_fields', 0)} fields compared, from "
+                + (", ".join(f"{f} ({d[:19]})" for f, d in files.items()) or "stdin")
+            )
     release = decision.policy_release or "none approved"
     lines.append(
         f"  bundle {decision.bundle_revision[:19]} (policy release {release}), "

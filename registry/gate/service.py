@@ -167,6 +167,12 @@ def _input_digests(document: dict[str, Any]) -> dict[str, Any]:
     ]
     if "recomputation_digest" in document:
         out["recomputation"] = document["recomputation_digest"]
+    manifests = document.get("manifests") or {}
+    if manifests.get("checked"):
+        out["manifests"] = {
+            "compared_fields": manifests.get("compared_fields", 0),
+            "files": manifests.get("files", {}),
+        }
     return out
 
 

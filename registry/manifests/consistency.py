@@ -49,6 +49,7 @@ FieldName = Annotated[
         pattern=rf"^({TOTAL_REPLICAS}|({'|'.join((*SECTIONS, *NOT_PLAN))})\.[^\x00]+)$",
     ),
 ]
+Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 # A stated value is a scalar: maps (replicas_per_zone) are sent one key at a time.
 Scalar = bool | int | float | Text | None
 
@@ -70,6 +71,12 @@ class StatedManifests(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     fields: dict[FieldName, StatedField] = Field(max_length=MAX_FIELDS)
+    # A default: clients before it sent the fields alone.
+    files: dict[Text, Digest] = Field(
+        default_factory=dict,
+        max_length=MAX_FIELDS,
+        description="The sha256 of each manifest file read (stdin has none).",
+    )
 
 
 class Discrepancy(BaseModel):

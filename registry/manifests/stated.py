@@ -7,15 +7,18 @@ with this and sends the result as it is; the server validates it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from registry.manifests.from_manifests import compared_fields
-from registry.manifests.loading import load_manifests
+from registry.manifests.loading import STDIN_NAME, load_manifests
 
 
 def stated_document(paths: Sequence[str]) -> dict[str, Any]:
-    """``{"fields": {dotted plan field: {value, file, document, line}}}`` for ``paths``,
+    """``{"fields": {dotted plan field: {value, file, document, line}}, "files": {file:
+    sha256}}`` for ``paths``,
     with ``total_replicas`` (the serving replicas in all, at their ``replicas:`` line)
     however they spread over zones, what they serve as written (``provider.*``: model,
     image, accelerator, dtype flags) and the spot capacity they run on (``capacity.*``).
@@ -35,4 +38,18 @@ def stated_document(paths: Sequence[str]) -> dict[str, Any]:
             "document": where.document,
             "line": where.line,
         }
-    return {"fields": stated}
+    return {"fields": stated, "files": _digests(m.file for m in manifests)}
+
+
+def _digests(files: Iterable[str]) -> dict[str, str]:
+    """The sha256 of each manifest file read (stdin has no file to name), so a decision
+    records exactly which files it compared."""
+    found = {}
+    for name in sorted(set(files)):
+        if name == STDIN_NAME:
+            continue
+        try:
+            found[name] = "sha256:" + hashlib.sha256(Path(name).read_bytes()).hexdigest()
+        except OSError:
+            continue  # read a moment ago; gone now: named without a digest is worse
+    return found

@@ -11,6 +11,11 @@ def _f(v: float | None, unit: str = "") -> str:
     return "-" if v is None else f"{v:,.0f}{unit}"
 
 
+def _zones(per_zone: dict[str, int]) -> str:
+    """us-east1-b: 3, us-east1-c: 3 (never a Python dict's repr)."""
+    return ", ".join(f"{zone}: {count}" for zone, count in per_zone.items()) or "none"
+
+
 def render_text(result: PlanRecomputation) -> str:
     r = result
     m = r.memory
@@ -40,7 +45,8 @@ def render_text(result: PlanRecomputation) -> str:
         f"2k-token prefill {r.step_time.prefill_2k_ms:.0f} ms",
         "",
         f"sizing: {s.min_ready_replicas_at_peak} ready replica(s) meet every p99 SLO at peak; "
-        f"recommended {s.recommended_replicas_per_zone} (reserve {s.reserve_replicas}); the plan "
+        f"recommended {_zones(s.recommended_replicas_per_zone)} (reserve {s.reserve_replicas}); "
+        "the plan "
         f"has {s.plan_total_replicas} ({'meets' if s.plan_meets_reserve else 'does NOT meet'} "
         "the one-worker and one-zone reserve)",
         f"tensor parallelism: {s.tp_reason}",
@@ -94,13 +100,25 @@ def render_text(result: PlanRecomputation) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tick_label(value: float, _position: object = None) -> str:
+    """A log axis's tick as a plain number: 60, 200, 10000 (not 6x10^1)."""
+    return f"{value:g}" if value < 1e6 else f"{value:,.0f}"
+
+
+def minor_tick_label(value: float, _position: object = None) -> str:
+    """Minor ticks labelled at 2 and 5 of each decade only, so labels never collide."""
+    return tick_label(value) if f"{value:.0e}"[0] in "25" else ""
+
+
 def render_chart(result: PlanRecomputation, path: str | Path) -> None:
     """Draw p99 TTFT and TPOT against offered load, with SLO lines and the operating point."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
+    plain, plain_minor = FuncFormatter(tick_label), FuncFormatter(minor_tick_label)
     curve = result.load_curve
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     peak = result.scenarios.get("peak")
@@ -131,6 +149,10 @@ def render_chart(result: PlanRecomputation, path: str | Path) -> None:
         if peak is not None:
             ax.axvline(peak.offered_rps, color="grey", linewidth=0.8)
         ax.set_yscale("log")
+        # Plain numbers on the log axis (60, 200, 1000 ms), not matplotlib's 6x10^1.
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain_minor)
+        ax.set_ylabel("ms, log scale")
         ax.set_xlabel(f"offered load (req/s), {curve[0].ready_replicas if curve else '?'} replicas")
         ax.set_title(title)
         ax.legend(fontsize=7)

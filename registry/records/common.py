@@ -150,7 +150,10 @@ class Distribution(Record):
                 raise ValueError("a quantile is above max")
         if self.basis is Basis.measured:
             if not self.samples:
-                raise ValueError("a measured distribution needs its sample count (samples > 0)")
+                raise ValueError(
+                    "a measured distribution needs its sample count (samples > 0); a number "
+                    "nobody measured is marked basis: assumed, with the reason in 'reason'"
+                )
             if self.histogram is not None and sum(self.histogram.counts) != self.samples:
                 raise ValueError(
                     f"histogram counts sum to {sum(self.histogram.counts)} but samples is "

@@ -141,7 +141,10 @@ class Warmup(Record):
     @model_validator(mode="after")
     def _provenance(self) -> Self:
         if self.basis is Basis.measured and not self.samples:
-            raise ValueError("a measured warm-up needs its sample count (samples > 0)")
+            raise ValueError(
+                "a measured warm-up needs its sample count (samples > 0); one nobody measured "
+                "is marked basis: assumed, with the reason in 'reason'"
+            )
         if self.basis is Basis.assumed and not self.reason:
             raise ValueError("an assumed warm-up must say why in 'reason'")
         return self

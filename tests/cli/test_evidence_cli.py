@@ -355,6 +355,12 @@ def test_from_trace_mooncake_prefix_share_with_a_bounded_cache(
     (small,) = yaml.safe_load(bounded.stdout)["classes"]
     # An LRU cache of two blocks: request 3 finds block 1 evicted by blocks 2 and 3.
     assert small["prefix_cache_share"] < cls["prefix_cache_share"]
+    # Without a start, the error names the flag to give, not the fitter's parameter.
+    unanchored = capgate(*args, env=local_env)
+    assert unanchored.returncode == 2
+    (line,) = unanchored.stderr.splitlines()
+    assert "--trace-start: needed: the trace's timestamps are relative" in line
+    assert "trace_start" not in line
 
 
 def test_mixed_test_from_files_that_name_their_classes(env: dict[str, str], tmp_path: Path) -> None:

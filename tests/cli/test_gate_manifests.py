@@ -130,3 +130,29 @@ def test_fail_drifted_manifests_are_located_gitlab_issues(
     assert all(i["severity"] == "critical" for i in located)
     # The same findings on the same plan version: the same fingerprints in the next run.
     assert [i["fingerprint"] for i in run()] == [i["fingerprint"] for i in issues]
+
+
+def test_a_decision_records_the_manifests_it_compared(env: dict[str, str]) -> None:
+    """Which files (with the sha256 of their bytes) and how many fields: stored with the
+    decision, shown by `gate show` and on the verdict's text."""
+    import hashlib
+
+    checked = capgate(
+        "gate", "check", "chat-assistant-prod", "--manifests", str(K8S), "--json", env=env
+    )
+    assert checked.returncode == 0, checked.stderr
+    decision = json.loads(checked.stdout)
+    recorded = decision["inputs"]["manifests"]
+    files = sorted(K8S.glob("*.yaml"))
+    assert recorded["files"] == {
+        str(path): "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in files
+        if "kind:" in path.read_text()  # the overlay beside them is not a manifest
+    }
+    assert recorded["compared_fields"] > 20
+    shown = capgate("gate", "show", decision["id"], "--json", env=env)
+    assert json.loads(shown.stdout)["inputs"]["manifests"] == recorded
+    text = capgate("gate", "check", "chat-assistant-prod", "--manifests", str(K8S), env=env)
+    assert f"  manifests: {recorded['compared_fields']} fields compared, from " in text.stdout
+    unchecked = capgate("gate", "check", "chat-assistant-prod", "--json", env=env)
+    assert "manifests" not in json.loads(unchecked.stdout)["inputs"]

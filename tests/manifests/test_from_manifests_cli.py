@@ -136,3 +136,24 @@ def test_invalid_yaml_exits_2_naming_the_line(env: dict[str, str], tmp_path: Pat
         f"capgate: error: {tmp_path / 'broken.yaml'} (document 0, line 3)"
     )
     assert result.stderr.count("\n") == 1
+
+
+def test_output_writes_the_plan_file_and_stdout_says_where(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    target = tmp_path / "plan.yaml"
+    result = capgate("plan", "from-manifests", *EXAMPLE_ARGS, "--output", str(target), env=env)
+    assert result.returncode == 0, result.stderr
+    written = _plan(target.read_text(encoding="utf-8"))
+    printed = capgate("plan", "from-manifests", *EXAMPLE_ARGS, env=env)
+    assert written == _plan(printed.stdout)
+    assert result.stdout == f"wrote plan {written['name']} to {target}\n"
+    assert "source: " in result.stderr  # where each field came from, as without --output
+
+
+def test_output_that_cannot_be_written_exits_2(env: dict[str, str], tmp_path: Path) -> None:
+    target = tmp_path / "missing-folder" / "plan.yaml"
+    result = capgate("plan", "from-manifests", *EXAMPLE_ARGS, "--output", str(target), env=env)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("capgate: error:") and str(target) in result.stderr

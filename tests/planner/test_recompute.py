@@ -98,6 +98,25 @@ def test_chart_is_written(result: PlanRecomputation, tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_chart_ticks_are_plain_numbers() -> None:
+    """The latency axes are logarithmic; their labels read 60, 200, 10000 (ms), never
+    matplotlib's 6x10^1, and minor ticks are labelled at 2 and 5 of a decade only."""
+    from registry.planner.render import minor_tick_label, tick_label
+
+    assert [tick_label(v) for v in (0.5, 10.0, 60.0, 200.0, 10000.0)] == [
+        "0.5", "10", "60", "200", "10000",
+    ]  # fmt: skip
+    assert [minor_tick_label(v) for v in (20.0, 30.0, 50.0, 70.0, 2000.0)] == [
+        "20", "", "50", "", "2000",
+    ]  # fmt: skip
+
+
+def test_text_summary_names_zones_plainly(result: PlanRecomputation) -> None:
+    """The sizing line names zones as "zone: count", never a dict's repr."""
+    line = next(x for x in render_text(result).splitlines() if x.startswith("sizing: "))
+    assert "{'" not in line and "us-east1-b: 3, us-east1-c: 3" in line
+
+
 def test_too_few_replicas_fail_the_zone_scenario() -> None:
     plan, wl, prov, _ = _load()
     thin = plan.model_copy(

@@ -60,6 +60,8 @@ def test_fail_measured_distribution_needs_samples() -> None:
     [(loc, message)] = problems_of(RecordKind.workload, document)
     assert loc == "classes.0.output_tokens"
     assert "sample count" in message
+    # It names the switch for a number nobody measured, not only what is missing.
+    assert "basis: assumed, with the reason in 'reason'" in message
 
 
 def test_fail_measured_numbers_need_a_trace() -> None:

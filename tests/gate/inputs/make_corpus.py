@@ -778,6 +778,13 @@ def compliant__manifests_run_another_patch(doc: Doc) -> list[str]:
     return ["note:manifests_consistent/manifests_not_compared"]
 
 
+def compliant__capacity_claim_optimistic(doc: Doc) -> list[str]:
+    """The plan claims 3 ready replicas suffice at peak; the recomputation needs 4: a note
+    (nothing rests on the claim), so the gate says what the report shows."""
+    doc["plan"]["claims"]["ready_replicas_needed_at_peak"] = 3
+    return ["note:tail_slo/claims_capacity_optimistic"]
+
+
 CASES: list[Callable[[Doc], list[str]]] = [
     production_drift__prompts_grew,
     compliant__production_matches,
@@ -841,6 +848,7 @@ CASES: list[Callable[[Doc], list[str]]] = [
     compliant__manifests_leave_zones_to_scheduler,
     manifests_consistent__serves_another_model,
     compliant__manifests_run_another_patch,
+    compliant__capacity_claim_optimistic,
 ]
 
 
