@@ -254,7 +254,7 @@ def local_env(tmp_path: Path) -> dict[str, str]:
         ),
         (
             ("workload", "from-trace", str(AZURE), "--name", "x", *SLO_ALL, "--class-by", "tier"),
-            f"capgate: error: {AZURE}: class_by: column 'tier' not found",
+            f"capgate: error: {AZURE}: --class-by: column 'tier' not found",
         ),
         (
             ("evidence", "import", "/no/such/result.json", *AGAINST),

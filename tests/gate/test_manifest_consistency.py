@@ -179,7 +179,11 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
         "discrepancies": [],
         "notes": [],
         "provider_discrepancies": [],
+        # What was compared: every field stated, and each file read with its digest.
+        "compared_fields": len(agreeing["fields"]),
+        "files": agreeing["files"],
     }
+    assert len(agreeing["files"]) == 3
 
     folder = drifted(tmp_path)
     decision = checked_with(client, folder)
@@ -202,6 +206,8 @@ def test_api_check_with_manifests(client: TestClient, tmp_path: Path) -> None:
         "discrepancies": [],
         "notes": [],
         "provider_discrepancies": [],
+        "compared_fields": 0,
+        "files": {},
     }
 
 
@@ -228,12 +234,15 @@ def test_api_what_the_manifests_leave_uncompared_is_a_note(
     )
     assert f"manifests_consistent.manifests_not_compared: {note}" in decision["warnings"]
     stored = client.get(f"/v1/decisions/{decision['id']}/input").json()["input"]
-    assert stored["manifests"] == {
+    assert {
+        k: v for k, v in stored["manifests"].items() if k not in ("compared_fields", "files")
+    } == {
         "checked": True,
         "discrepancies": [],
         "notes": [note],
         "provider_discrepancies": [],
     }
+    assert stored["manifests"]["compared_fields"] > 0
 
 
 def test_fail_api_malformed_manifests_is_422_and_stores_nothing(client: TestClient) -> None:
