@@ -92,26 +92,26 @@ test_success_cancellation_rate_at_both_ends_of_band if {
 test_fail_cancellation_rate_below_band if {
 	load_test_coverage.violations == {{
 		"policy": "load_test_coverage", "rule": "cancellation_rate_not_tested", "severity": "high",
-		"message": "class interactive: the workload cancels 0.04 of its requests but no fresh load test cancelled the class at between 0.02 and 0.08 (load_test_min_cancellation_share 0.5 to load_test_max_cancellation_share 2 of it); tested: ev@v1 0.004; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)",
+		"message": "class interactive: the workload cancels 0.04 of its requests but no fresh load test cancelled the class at load_test_min_cancellation_share 0.5 to load_test_max_cancellation_share 2 times that rate; tested: ev@v1 0.004; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)",
 		"details": {
-			"class": "interactive", "workload_cancellation_rate": 0.04, "min_rate": 0.02, "max_rate": 0.08,
+			"class": "interactive", "workload_cancellation_rate": 0.04, "min_share": 0.5, "max_share": 2,
 			"evidence": [{"evidence": "ev@v1", "cancellation_rate": 0.004}],
 		},
 	}} with input as _cancelling_input(0.004)
 }
 
 test_fail_cancellation_rate_above_band if {
-	{v.details.max_rate | some v in load_test_coverage.violations} == {0.08} with input as _cancelling_input(0.3)
+	{v.rule | some v in load_test_coverage.violations} == {"cancellation_rate_not_tested"} with input as _cancelling_input(0.3)
 }
 
 test_fail_cancellation_rate_unknown if {
 	inp := _cancelling_input(null)
-	{v.message | some v in load_test_coverage.violations} == {"class interactive: the workload cancels 0.04 of its requests but no fresh load test cancelled the class at between 0.02 and 0.08 (load_test_min_cancellation_share 0.5 to load_test_max_cancellation_share 2 of it); tested: ev@v1 unknown; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)"} with input as inp
+	{v.message | some v in load_test_coverage.violations} == {"class interactive: the workload cancels 0.04 of its requests but no fresh load test cancelled the class at load_test_min_cancellation_share 0.5 to load_test_max_cancellation_share 2 times that rate; tested: ev@v1 unknown; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)"} with input as inp
 }
 
 test_fail_class_never_tested if {
 	inp := object.union(_cancelling_input(0.04), {"evidence": [object.union(_evidence, {"per_class": {"batch": {"cancellation_rate": 0}}})]})
-	{v.message | some v in load_test_coverage.violations} == {"class interactive: the workload cancels 0.04 of its requests but no fresh load test cancelled the class at between 0.02 and 0.08 (load_test_min_cancellation_share 0.5 to load_test_max_cancellation_share 2 of it); tested: no fresh test offered the class; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)"} with input as inp
+	{v.message | some v in load_test_coverage.violations} == {"class interactive: the workload cancels 0.04 of its requests but no fresh load test cancelled the class at load_test_min_cancellation_share 0.5 to load_test_max_cancellation_share 2 times that rate; tested: no fresh test offered the class; rerun with the tool's cancellation rate set to the workload's (AIPerf --request-cancellation-rate, in percent)"} with input as inp
 }
 
 test_success_band_met_by_another_test if {

@@ -212,7 +212,7 @@ _prefix_unknown := [e |
 	not is_number(object.get(e, "prefix_cache_hit_rate", null))
 	share := object.get(e, "workload_prefix_cache_share", null)
 	is_number(share)
-	result.rounded(share + _thresholds.evidence_max_prefix_hit_excess) < 1
+	share + _thresholds.evidence_max_prefix_hit_excess < 1
 ]
 
 # METADATA

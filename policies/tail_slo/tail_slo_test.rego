@@ -392,7 +392,7 @@ test_fail_claims_disagree_after_calibration_changed if {
 test_fail_prefix_cache_far_above_production if {
 	# Production's prompts hit the cache for 5 % of their tokens; the test's for 62 %.
 	ev := object.union(_evidence, {"prefix_cache_hit_rate": 0.62, "workload_prefix_cache_share": 0.05})
-	[v.message | some v in tail_slo.violations; v.rule == "evidence_not_representative"] == ["evidence ev@v1: the prefix cache served 0.62 of the test's prompt tokens, above 0.2 (the workload's prefix-cache share of 0.05 for the offered classes + evidence_max_prefix_hit_excess 0.15): the test skipped prefill production will do, so its TTFT and capacity flatter the plan; rerun it with production's prompt diversity"] with input as _with({"evidence": [ev]})
+	[v.message | some v in tail_slo.violations; v.rule == "evidence_not_representative"] == ["evidence ev@v1: the prefix cache served 0.62 of the test's prompt tokens, more than the workload's prefix-cache share of 0.05 for the offered classes + evidence_max_prefix_hit_excess 0.15: the test skipped prefill production will do, so its TTFT and capacity flatter the plan; rerun it with production's prompt diversity"] with input as _with({"evidence": [ev]})
 	"no_evidence_at_peak" in {v.rule | some v in tail_slo.violations} with input as _with({"evidence": [ev]})
 }
 

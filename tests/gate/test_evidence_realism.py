@@ -41,7 +41,7 @@ def test_a_test_that_cancelled_too_few_of_a_class_is_denied_naming_the_rates(
     details = band["details"]
     assert details["class"] == "interactive"
     assert details["workload_cancellation_rate"] == 0.04
-    assert (details["min_rate"], details["max_rate"]) == (0.02, 0.08)
+    assert (details["min_share"], details["max_share"]) == (0.5, 2)
     [tested] = details["evidence"]
     assert tested["cancellation_rate"] == round(23 / (4512 + 23), 6)
     assert "load_test_min_cancellation_share" in band["message"]
