@@ -188,7 +188,7 @@ def test_model_ids_compare_case_insensitively(registry: Database) -> None:
 
 
 def test_a_hugging_face_cache_path_is_read_as_its_repo(registry: Database) -> None:
-    cached = "/root/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B-Instruct/snapshots/0e9e"
+    cached = "/data/hf/hub/models--meta-llama--Llama-3.1-8B-Instruct/snapshots/0e9e"
     data = edited(EXP7, lambda doc: doc.update(model_id=cached))
     (result,) = run(registry, EXP7, EXAMPLE_PROVIDER, data=data)
     assert result.record.content["measured_model"] == cached
@@ -219,7 +219,9 @@ def test_a_served_alias_is_a_note_naming_the_tokenizer(registry: Database) -> No
 
 def test_a_local_path_is_a_note(registry: Database) -> None:
     (result,) = run(registry, LOCAL_PATH, BIG)
-    model = "/root/wl/cache/modelscope/models/Meta-Llama-3-8B-Instruct"
+    # The path the fixture's own run served from (its model_id), read from the file.
+    model = json.loads(path_of(LOCAL_PATH).read_text())["model_id"]
+    assert model.startswith("/")
     assert result.record.content["measured_model"] == model
     (note,) = [n for n in result.notes if "cannot be compared" in n]
     assert f"the file names the model {model!r} (model_id)" in note
@@ -246,7 +248,7 @@ def test_a_provider_model_name_that_is_no_repo_id_is_a_note(registry: Database) 
         ("/models/hub/models--Qwen--Qwen3-8B/snapshots/9c9", "Qwen/Qwen3-8B"),
         ("qwen3-4b", None),  # a served alias
         ("llama3.1:8b", None),  # an Ollama tag
-        ("/root/models/Meta-Llama-3-8B-Instruct", None),
+        ("/models/Meta-Llama-3-8B-Instruct", None),
         ("./weights/llama", None),
         ("~/models/llama", None),
         ("https://huggingface.co/meta-llama/Llama-3.1-8B", None),
