@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,14 +18,9 @@ from registry.api.app import create_app
 from registry.storage.database import Database
 from tests.factories import example_path
 from tests.support.auth import token_for
+from tests.support.cli_process import CAPGATE, capgate
 
-CAPGATE = [sys.executable, "-m", "cli.main"]
-
-
-def capgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CAPGATE, *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+__all__ = ["CAPGATE", "capgate"]  # used by the other CLI tests
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,30 +28,10 @@ from tests.factories import (
     write_load_test,
 )
 from tests.gate.test_manifest_consistency import drifted
+from tests.support.cli_process import CAPGATE, capgate
 from tests.support.opa_server import free_port, running_opa
 
-CAPGATE = [sys.executable, "-m", "cli.main"]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def capgate(
-    *args: str, env: dict[str, str], cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The CLI as a process; from another folder (``cwd``) it still runs this checkout."""
-    if cwd is not None:
-        env = {
-            **env,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        }
-    return subprocess.run(
-        [*CAPGATE, *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+__all__ = ["CAPGATE", "capgate"]  # the other CLI tests run the CLI through these
 
 
 def _env(db: Path) -> dict[str, str]:

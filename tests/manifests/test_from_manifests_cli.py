@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import yaml
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
 from tests.manifests.helpers import EXAMPLE, K8S, OVERLAY, PROVIDER, WORKLOAD
+from tests.support.cli_process import capgate as run_cli
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE_ARGS = [str(K8S), "--overlay", str(OVERLAY), "--workload", WORKLOAD]
@@ -23,16 +23,7 @@ EXAMPLE_ARGS += ["--provider", PROVIDER]
 def capgate(
     *args: str, env: dict[str, str], stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli.main", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=ROOT,
-    )
+    return run_cli(*args, env=env, stdin=stdin, cwd=ROOT)
 
 
 @pytest.fixture
