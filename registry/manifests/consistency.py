@@ -16,7 +16,11 @@ The replicas are compared twice: ``total_replicas`` (what ``replicas_per_zone`` 
 to) whatever the zones, at the workload's ``replicas:`` line, and each zone's count where
 the manifests determine it. Where they do not (pods not pinned to zones, or a count that
 does not spread evenly, so the scheduler picks which zone runs more) the total is still
-compared and ``notes`` says that the zones were not.
+compared and ``notes`` says that the zones were not. Pods not pinned to zones but under a
+hard zone spread (``zone_spread``, registry.manifests.zones) run within one replica of each
+other in whichever zones their nodes are in: each of the plan's zones is held to that
+share of the manifests' total, on the assumption (said in a note) that the nodes are in
+exactly the plan's zones.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from registry.manifests.from_manifests import TOTAL_REPLICAS
 from registry.manifests.identity import CAPACITY, PROVIDER, SPOT
 from registry.manifests.stated import stated_document
+from registry.manifests.zones import ZONE_SPREAD
 
 # Sections manifests can state (see from_manifests); anything else is not compared.
 SECTIONS = ("replicas_per_zone", "parallelism", "serving", "autoscaling", "drain", "warmup")
@@ -41,12 +46,13 @@ NOT_PLAN = (PROVIDER, CAPACITY)
 MAX_FIELDS = 300
 MAX_TEXT = 1024
 
+_DOTTED = "|".join((*SECTIONS, *NOT_PLAN))
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT, pattern=r"^[^\x00]*$")]
 FieldName = Annotated[
     str,
     StringConstraints(
         max_length=256,
-        pattern=rf"^({TOTAL_REPLICAS}|({'|'.join((*SECTIONS, *NOT_PLAN))})\.[^\x00]+)$",
+        pattern=rf"^({TOTAL_REPLICAS}|{ZONE_SPREAD}|({_DOTTED})\.[^\x00]+)$",
     ),
 ]
 Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
@@ -137,7 +143,7 @@ def discrepancies(plan: dict[str, Any], stated: StatedManifests) -> list[Discrep
     plan's zones add up to, whether or not the zones are stated too."""
     found: list[Discrepancy] = []
     for name, source in sorted(stated.fields.items()):
-        if name.startswith(tuple(f"{section}." for section in NOT_PLAN)):
+        if name == ZONE_SPREAD or name.startswith(tuple(f"{section}." for section in NOT_PLAN)):
             continue
         planned = _at(plan, name)
         if not same(planned, source.value):
@@ -151,7 +157,28 @@ def discrepancies(plan: dict[str, Any], stated: StatedManifests) -> list[Discrep
         for zone in sorted(planned_zones):
             if f"{ZONES}.{zone}" not in zones and planned_zones[zone] != 0:
                 found.append(_discrepancy(f"{ZONES}.{zone}", planned_zones[zone], 0, first))
+    found.extend(_spread_discrepancies(plan, stated))
     return sorted(found, key=lambda d: d.field)
+
+
+def _spread_discrepancies(plan: dict[str, Any], stated: StatedManifests) -> list[Discrepancy]:
+    """Each plan zone outside the share an even spread of the manifests' replicas over
+    the plan's zones gives it (the fewest or the most, whichever it is nearer)."""
+    spread = stated.fields.get(ZONE_SPREAD)
+    zones = plan.get(ZONES)
+    if spread is None or not isinstance(zones, dict) or not zones:
+        return []
+    total = stated.fields.get(TOTAL_REPLICAS)
+    replicas = total.value if total is not None and _number(total.value) else _total(plan)
+    if not isinstance(replicas, int):
+        return []
+    fewest, most = replicas // len(zones), -(-replicas // len(zones))
+    found = []
+    for zone, count in sorted(zones.items()):
+        if isinstance(count, int) and not fewest <= count <= most:
+            share = fewest if count < fewest else most
+            found.append(_discrepancy(f"{ZONES}.{zone}", count, share, spread))
+    return found
 
 
 def _discrepancy(name: str, plan: Any, manifests: Any, source: StatedField) -> Discrepancy:
@@ -196,6 +223,14 @@ def _zone_notes(plan: dict[str, Any], stated: StatedManifests) -> list[str]:
         return []
     if any(name.startswith(f"{ZONES}.") for name in stated.fields):
         return []
+    spread = stated.fields.get(ZONE_SPREAD)
+    if spread is not None:
+        return [
+            f"{ZONES} is compared as the hard zone spread at {spread.file}:{spread.line} runs "
+            f"the manifests' {total.value} replicas: within one of each other, on the "
+            f"assumption that the pods' nodes are in exactly the plan's {len(zones)} zones "
+            f"({', '.join(sorted(zones))}); a node in another zone would take its share"
+        ]
     placed = ", ".join(f"{zone}: {count}" for zone, count in sorted(zones.items()))
     replicas = "replica" if total.value == 1 else "replicas"
     return [

@@ -27,7 +27,7 @@ from registry.manifests.workloads import (
     read_workload,
     serving_runtimes,
 )
-from registry.manifests.zones import ZonesUnknown, replicas_per_zone
+from registry.manifests.zones import ZONE_SPREAD, EvenSpread, ZonesUnknown, replicas_per_zone
 from registry.records.documents import load_document, validate_record
 from registry.records.kinds import RecordKind
 
@@ -109,9 +109,10 @@ def _zones(
         counts, where = replicas_per_zone(workloads)
     except ZonesUnknown as exc:
         if overlay is None:
-            # Only comparing what the manifests state: they state no zones, nothing to compare.
+            # Only comparing what the manifests state: no zone names, but an even spread
+            # still holds the plan's zones within one replica of each other.
             notes.append(f"replicas_per_zone not stated: {exc}")
-            return {}
+            return {} if exc.spread is None else {ZONE_SPREAD: (1, exc.spread.constraint)}
         given = overlay.get("replicas_per_zone")
         if not isinstance(given, dict):
             raise InvalidInput(
@@ -127,12 +128,36 @@ def _zones(
                 "the overlay disagrees with the manifests",
                 problems=[FieldProblem("replicas_per_zone", problem)],
             ) from None
+        if exc.spread is not None:
+            _check_spread(exc.spread, given)
         notes.append(f"replicas_per_zone from the overlay: {exc}")
         return {}
     fields: Fields = {"replicas_per_zone": (counts, workloads[0].replicas_at)}
     for zone, at in where.items():
         fields[f"replicas_per_zone.{zone}"] = (counts[zone], at)
     return fields
+
+
+def _check_spread(spread: EvenSpread, given: dict[str, Any]) -> None:
+    """The overlay names the zones; the manifests' hard spread fixes how many each runs."""
+    counts = {zone: n for zone, n in given.items() if isinstance(n, int)}
+    if not counts:
+        return
+    fewest, most = spread.shares(len(counts))
+    off = {zone: n for zone, n in sorted(counts.items()) if not fewest <= n <= most}
+    if not off:
+        return
+    share = f"{fewest}" if fewest == most else f"{fewest} or {most}"
+    placed = ", ".join(f"{zone}: {n}" for zone, n in off.items())
+    problem = (
+        f"{spread.constraint}: the hard zone spread runs {spread.replicas} replicas within "
+        f"one of each other, {share} in each of the overlay's {len(counts)} zones, but "
+        f"the overlay places {placed}"
+    )
+    raise InvalidInput(
+        "the overlay disagrees with the manifests",
+        problems=[FieldProblem("replicas_per_zone", problem)],
+    )
 
 
 def _replicas(workload: ServingWorkload, hpas: list[Manifest], notes: list[str]) -> ServingWorkload:
