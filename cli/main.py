@@ -152,6 +152,13 @@ def _policy() -> typer.Typer:
     return policy_app
 
 
+@cache
+def _catalog() -> typer.Typer:
+    from cli.catalog import catalog_app
+
+    return catalog_app
+
+
 GROUPS: dict[str, Callable[[], typer.Typer]] = {
     "db": _db,
     "workload": _workload,
@@ -164,6 +171,7 @@ GROUPS: dict[str, Callable[[], typer.Typer]] = {
     "audit": _audit,
     "token": _token,
     "policy": _policy,
+    "catalog": _catalog,
 }
 
 

@@ -1,5 +1,9 @@
 """Model and accelerator catalogs: data, each card with the source of its numbers.
 
+The cards are YAML files (registry/planner/cards/, and a team's own through
+CAPGATE_CATALOG_PATH), read and validated by registry.planner.card_files; this module looks
+them up and resolves a provider's model from its profile, config.json and card.
+
 The provider profile is authoritative for the numbers it states; the catalog fills in what
 a profile does not carry (MLP width, vocabulary, expert layout) so that FLOPs, activation
 memory and mixture-of-experts weight reads can be estimated. A profile may also carry the
@@ -10,9 +14,11 @@ over the catalog for the model's shape.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from registry.planner import card_files
+from registry.planner.card_files import AcceleratorCardFile, ModelCardFile
 from registry.records.provider import DType, InterconnectKind, ProviderProfile
 
 
@@ -57,297 +63,29 @@ class AcceleratorCard:
     exposed_source: str = ""
 
 
-_HF = "Hugging Face config.json of {repo} (model card for parameter counts)"
+def _model(card: ModelCardFile) -> ModelCard:
+    fields = card.model_dump(exclude={"kind"})
+    return ModelCard(**{**fields, "aliases": tuple(card.aliases)})
 
-MODELS: tuple[ModelCard, ...] = (
-    ModelCard(
-        name="meta-llama/Llama-3.1-8B",
-        aliases=("llama-3.1-8b", "llama-3.1-8b-instruct", "llama3.1-8b"),
-        layers=32,
-        hidden_size=4096,
-        attention_heads=32,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=14336,
-        vocab_size=128256,
-        total_params_b=8.03,
-        active_params_b=8.03,
-        max_context_tokens=131072,
-        source=_HF.format(repo="meta-llama/Llama-3.1-8B"),
-    ),
-    ModelCard(
-        name="meta-llama/Meta-Llama-3-8B",
-        aliases=("llama-3-8b", "meta-llama-3-8b-instruct", "llama-3-8b-instruct"),
-        layers=32,
-        hidden_size=4096,
-        attention_heads=32,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=14336,
-        vocab_size=128256,
-        total_params_b=8.03,
-        active_params_b=8.03,
-        max_context_tokens=8192,
-        source=_HF.format(repo="meta-llama/Meta-Llama-3-8B"),
-    ),
-    ModelCard(
-        name="meta-llama/Llama-3.1-70B",
-        aliases=(
-            "llama-3.1-70b",
-            "llama-3.1-70b-instruct",
-            "llama-3.3-70b",
-            "llama-3.3-70b-instruct",
-        ),
-        layers=80,
-        hidden_size=8192,
-        attention_heads=64,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=28672,
-        vocab_size=128256,
-        total_params_b=70.6,
-        active_params_b=70.6,
-        max_context_tokens=131072,
-        source=_HF.format(repo="meta-llama/Llama-3.1-70B and meta-llama/Llama-3.3-70B-Instruct"),
-    ),
-    ModelCard(
-        name="meta-llama/Llama-2-70b-hf",
-        aliases=("llama-2-70b", "llama-2-70b-chat"),
-        layers=80,
-        hidden_size=8192,
-        attention_heads=64,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=28672,
-        vocab_size=32000,
-        total_params_b=69.0,
-        active_params_b=69.0,
-        max_context_tokens=4096,
-        source=_HF.format(repo="meta-llama/Llama-2-70b-hf"),
-    ),
-    ModelCard(
-        name="mistralai/Mixtral-8x7B-v0.1",
-        aliases=("mixtral-8x7b", "mixtral-8x7b-instruct-v0.1"),
-        layers=32,
-        hidden_size=4096,
-        attention_heads=32,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=14336,
-        vocab_size=32000,
-        total_params_b=46.7,
-        active_params_b=12.9,
-        max_context_tokens=32768,
-        num_experts=8,
-        experts_per_token=2,
-        source=_HF.format(repo="mistralai/Mixtral-8x7B-v0.1")
-        + "; 46.7B total / 12.9B active from Mistral's Mixtral announcement (Dec 2023)",
-    ),
-    ModelCard(
-        name="Qwen/Qwen2.5-32B",
-        aliases=("qwen2.5-32b", "qwen2.5-32b-instruct"),
-        layers=64,
-        hidden_size=5120,
-        attention_heads=40,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=27648,
-        vocab_size=152064,
-        total_params_b=32.5,
-        active_params_b=32.5,
-        max_context_tokens=131072,
-        source=_HF.format(repo="Qwen/Qwen2.5-32B"),
-    ),
-    ModelCard(
-        name="Qwen/Qwen2.5-7B",
-        aliases=("qwen2.5-7b", "qwen2.5-7b-instruct"),
-        layers=28,
-        hidden_size=3584,
-        attention_heads=28,
-        kv_heads=4,
-        head_dim=128,
-        intermediate_size=18944,
-        vocab_size=152064,
-        total_params_b=7.62,
-        active_params_b=7.62,
-        max_context_tokens=32768,
-        source=_HF.format(repo="Qwen/Qwen2.5-7B-Instruct"),
-    ),
-    ModelCard(
-        name="Qwen/Qwen3-32B",
-        aliases=("qwen3-32b",),
-        layers=64,
-        hidden_size=5120,
-        attention_heads=64,
-        kv_heads=8,
-        head_dim=128,
-        intermediate_size=25600,
-        vocab_size=151936,
-        total_params_b=32.8,
-        active_params_b=32.8,
-        max_context_tokens=40960,
-        source=_HF.format(repo="Qwen/Qwen3-32B"),
-    ),
-    ModelCard(
-        name="facebook/opt-13b",
-        aliases=("opt-13b",),
-        layers=40,
-        hidden_size=5120,
-        attention_heads=40,
-        kv_heads=40,
-        head_dim=128,
-        intermediate_size=20480,
-        vocab_size=50272,
-        total_params_b=12.85,
-        active_params_b=12.85,
-        max_context_tokens=2048,
-        tied_embeddings=True,
-        source=_HF.format(repo="facebook/opt-13b") + "; used by PagedAttention (SOSP'23)",
-    ),
-    ModelCard(
-        name="mosaicml/mpt-7b",
-        aliases=("mpt-7b",),
-        layers=32,
-        hidden_size=4096,
-        attention_heads=32,
-        kv_heads=32,
-        head_dim=128,
-        intermediate_size=16384,
-        vocab_size=50432,
-        total_params_b=6.7,
-        active_params_b=6.7,
-        max_context_tokens=2048,
-        tied_embeddings=True,
-        source=_HF.format(repo="mosaicml/mpt-7b") + "; used by the Databricks inference blog",
-    ),
-)
-# Qwen2-7B has Qwen2.5-7B's architecture, layer for layer (the same config.json shape).
-MODELS += (
-    replace(
-        next(m for m in MODELS if m.name == "Qwen/Qwen2.5-7B"),
-        name="Qwen/Qwen2-7B-Instruct",
-        aliases=("qwen2-7b", "qwen2-7b-instruct"),
-        source=_HF.format(repo="Qwen/Qwen2-7B-Instruct"),
-    ),
-)
 
-_H100_EXPOSED = (
-    "llm-d-incubation/llm-d-planner@fbd68515a903397a1b785a2189dc7512b0d55680 "
-    "accuracy/results/v0.19.0/accuracy_report.md (vLLM 0.19.0 logs, 'physical 79.19 GiB'); "
-    "llm-d/llm-d-benchmark@259334868c5075da530cc6c90b43fceb11b6e6a7 "
-    "config_explorer/empirical-vllm-memory-results.md (79.18 GiB total)"
-)
-_NV = "NVIDIA {part} datasheet (dense figures; matches AIConfigurator systems/*.yaml)"
+def _accelerator(card: AcceleratorCardFile) -> AcceleratorCard:
+    fields = card.model_dump(exclude={"kind"})
+    tflops = {str(dtype): value for dtype, value in card.dense_tflops.items()}
+    return AcceleratorCard(**{**fields, "aliases": tuple(card.aliases), "dense_tflops": tflops})
 
-ACCELERATORS: tuple[AcceleratorCard, ...] = (
-    AcceleratorCard(
-        name="A100-SXM-80GB",
-        aliases=("a100-80gb", "a100-sxm4-80gb", "a100"),
-        memory_gib=80,
-        memory_bandwidth_gb_s=2039,
-        dense_tflops={"bf16": 312, "fp16": 312},
-        interconnect=InterconnectKind.nvlink,
-        interconnect_gb_s=600,
-        source=_NV.format(part="A100 80GB SXM"),
-        exposed_memory_gib=79.15,
-        exposed_source="vLLM 0.6-0.8 start-up lines 'total_gpu_memory (79.15GiB)' on "
-        "A100-SXM4-80GB in public notebooks (unpinned; verify)",
-    ),
-    AcceleratorCard(
-        name="A100-SXM-40GB",
-        aliases=("a100-40gb", "a100-sxm4-40gb"),
-        memory_gib=40,
-        memory_bandwidth_gb_s=1555,
-        dense_tflops={"bf16": 312, "fp16": 312},
-        interconnect=InterconnectKind.nvlink,
-        interconnect_gb_s=600,
-        source="NVIDIA A100 datasheet (40GB SXM: 1,555 GB/s); not in accelerators.md",
-        verify=True,
-        exposed_memory_gib=39.39,
-        exposed_source="vLLM start-up lines on A100-SXM4-40GB report total_gpu_memory 39.39 to "
-        "39.56 GiB (driver dependent); the lowest is used (unpinned; verify)",
-    ),
-    AcceleratorCard(
-        name="H100-SXM-80GB",
-        aliases=("h100", "h100-sxm", "h100-80gb"),
-        memory_gib=80,
-        memory_bandwidth_gb_s=3350,
-        dense_tflops={"bf16": 989, "fp16": 989, "fp8": 1979},
-        interconnect=InterconnectKind.nvlink,
-        interconnect_gb_s=900,
-        source=_NV.format(part="H100 SXM"),
-        exposed_memory_gib=79.19,
-        exposed_source=_H100_EXPOSED,
-    ),
-    AcceleratorCard(
-        name="H200-SXM-141GB",
-        aliases=("h200", "h200-sxm"),
-        memory_gib=141,
-        memory_bandwidth_gb_s=4800,
-        dense_tflops={"bf16": 989, "fp16": 989, "fp8": 1979},
-        interconnect=InterconnectKind.nvlink,
-        interconnect_gb_s=900,
-        source=_NV.format(part="H200 SXM"),
-    ),
-    AcceleratorCard(
-        name="B200-HGX-180GB",
-        aliases=("b200",),
-        memory_gib=180,
-        memory_bandwidth_gb_s=7700,
-        dense_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "int4": 9000},
-        interconnect=InterconnectKind.nvlink,
-        interconnect_gb_s=1800,
-        source=_NV.format(part="HGX B200") + "; bandwidth stated as ~7.7-8 TB/s, low end used",
-    ),
-    AcceleratorCard(
-        name="L4-24GB",
-        aliases=("l4",),
-        memory_gib=24,
-        memory_bandwidth_gb_s=300,
-        dense_tflops={"bf16": 121, "fp16": 121, "fp8": 242},
-        interconnect=InterconnectKind.pcie,
-        interconnect_gb_s=64,
-        source=_NV.format(part="L4") + "; PCIe Gen4 x16 (64 GB/s bidirectional), no NVLink",
-    ),
-    AcceleratorCard(
-        name="L40S-48GB",
-        aliases=("l40s",),
-        memory_gib=48,
-        memory_bandwidth_gb_s=864,
-        dense_tflops={"bf16": 362, "fp16": 362, "fp8": 733},
-        interconnect=InterconnectKind.pcie,
-        interconnect_gb_s=64,
-        source=_NV.format(part="L40S") + "; PCIe Gen4 x16 (64 GB/s bidirectional), no NVLink",
-    ),
-    AcceleratorCard(
-        name="RTX-3090-24GB",
-        aliases=("rtx-3090", "rtx3090", "geforce-rtx-3090"),
-        memory_gib=24,
-        memory_bandwidth_gb_s=936,
-        dense_tflops={"bf16": 71, "fp16": 71},
-        interconnect=InterconnectKind.pcie,
-        interconnect_gb_s=64,
-        source="NVIDIA Ampere GA102 GPU Architecture whitepaper v2.0, Appendix A (GeForce RTX "
-        "3090: 24 GB GDDR6X, 936 GB/s, 71 dense BF16/FP16 tensor TFLOPS with FP32 accumulate); "
-        "PCIe Gen4 x16 (64 GB/s bidirectional)",
-        exposed_memory_gib=23.54,
-        exposed_source="vLLM 0.17.1 OOM line 'GPU 0 has a total capacity of 23.54 GiB' on an RTX "
-        "3090 (driver 580.159.03), TheBuccaneer/vllm-offload-profiles@"
-        "1e3f023eae1617eb45b94f676d1f5314f866d730 data/provenance/gpu_memory_configuration/"
-        "fixd_llama_gmem090_offload0_failed.log; older drivers report 23.58 GiB",
-    ),
-    AcceleratorCard(
-        name="MI300X-192GB",
-        aliases=("mi300x",),
-        memory_gib=192,
-        memory_bandwidth_gb_s=5300,
-        dense_tflops={"bf16": 1307, "fp16": 1307, "fp8": 2615},
-        interconnect=InterconnectKind.infinity_fabric,
-        interconnect_gb_s=896,
-        source="AMD Instinct MI300X datasheet (verify)",
-        verify=True,
-    ),
-)
+
+def models() -> tuple[ModelCard, ...]:
+    """The model cards in force (registry.planner.card_files: shipped, then the user's)."""
+    return tuple(_model(e.card) for e in card_files.current() if isinstance(e.card, ModelCardFile))
+
+
+def accelerators() -> tuple[AcceleratorCard, ...]:
+    """The accelerator cards in force."""
+    return tuple(
+        _accelerator(e.card)
+        for e in card_files.current()
+        if isinstance(e.card, AcceleratorCardFile)
+    )
 
 
 def _key(name: str) -> str:
@@ -357,7 +95,7 @@ def _key(name: str) -> str:
 def find_model(name: str) -> ModelCard | None:
     """The catalog card whose name or alias matches ``name`` (case and org insensitive)."""
     key = _key(name)
-    for card in MODELS:
+    for card in models():
         if key == _key(card.name) or key in card.aliases:
             return card
     return None
@@ -365,11 +103,11 @@ def find_model(name: str) -> ModelCard | None:
 
 def find_accelerator(name: str) -> AcceleratorCard | None:
     key = name.lower()
-    for card in ACCELERATORS:
+    for card in accelerators():
         if key == card.name.lower() or key in card.aliases:
             return card
     # Spec names vary ("H100-SXM-80GB", "NVIDIA H100 80GB HBM3"): match on the family token.
-    for card in ACCELERATORS:
+    for card in accelerators():
         if card.aliases[0] in key and card.memory_gib == _memory_hint(key, card.memory_gib):
             return card
     return None
@@ -395,7 +133,7 @@ def exposed_memory_gib(memory_gib: float, name: str | None = None) -> tuple[floa
     ``gpu_memory_utilization``. A stated figure that equals a catalog card's datasheet memory
     is read as that card's nominal size; any other figure is taken as already measured.
     """
-    cards = [c for c in ACCELERATORS if c.memory_gib == memory_gib]
+    cards = [c for c in accelerators() if c.memory_gib == memory_gib]
     if name is not None:
         named = find_accelerator(name)
         if named is not None and named.memory_gib == memory_gib:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from registry.planner.catalog import (
-    ACCELERATORS,
     ModelShape,
+    accelerators,
     exposed_memory_gib,
     find_accelerator,
 )
@@ -96,7 +96,7 @@ def device_facts(accelerator: str | None, memory_gib: float | None = None) -> De
     catalog card of ``memory_gib``, else the H100."""
     card = find_accelerator(accelerator) if accelerator else None
     if card is None and memory_gib is not None:
-        sized = [c for c in ACCELERATORS if c.memory_gib == memory_gib]
+        sized = [c for c in accelerators() if c.memory_gib == memory_gib]
         card = sized[0] if len(sized) == 1 else None
     return DEVICES.get(card.name if card else _DEFAULT_DEVICE, DEVICES[_DEFAULT_DEVICE])
 

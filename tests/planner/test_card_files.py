@@ -1,0 +1,140 @@
+"""The catalogs as data: the shipped cards, a team's own through CAPGATE_CATALOG_PATH, and
+`capgate catalog list|show|validate`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from registry.errors import InvalidInput
+from registry.planner import card_files
+from registry.planner.catalog import accelerators, find_accelerator, find_model, models
+from tests.support.cli_process import capgate
+
+A10G = {
+    "kind": "accelerator",
+    "name": "A10G-24GB",
+    "aliases": ["a10g"],
+    "memory_gib": 24,
+    "memory_bandwidth_gb_s": 600,
+    "dense_tflops": {"bf16": 125, "fp16": 125},
+    "interconnect": "pcie",
+    "interconnect_gb_s": 64,
+    "source": "NVIDIA A10G figures as a team states them (test card)",
+}
+
+
+def _folder(tmp_path: Path, **cards: dict[str, object]) -> Path:
+    folder = tmp_path / "catalog" / "accelerators"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, card in cards.items():
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(card))
+    return tmp_path / "catalog"
+
+
+def _env(folder: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != card_files.PATH_VARIABLE}
+    return env if folder is None else {**env, card_files.PATH_VARIABLE: str(folder)}
+
+
+def test_success_every_shipped_card_loads_with_its_source() -> None:
+    loaded = card_files.load()
+    files = sorted(card_files.SHIPPED.glob("*/*.yaml"))
+    assert [e.file for e in loaded] == sorted(files, key=lambda p: (p.parent.name != "models", p))
+    assert all(e.shipped and len(e.card.source) >= 10 for e in loaded)
+    h100 = find_accelerator("h100")
+    assert h100 is not None and h100.memory_bandwidth_gb_s == 3350
+    assert h100.dense_tflops["fp8"] == 1979 and h100.exposed_memory_gib == 79.19
+    mixtral = find_model("mixtral-8x7b-instruct-v0.1")
+    assert mixtral is not None and (mixtral.num_experts, mixtral.experts_per_token) == (8, 2)
+    assert len(models()) + len(accelerators()) == len(loaded)
+
+
+def test_success_a_teams_card_adds_a_gpu_without_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert find_accelerator("a10g") is None
+    monkeypatch.setenv(card_files.PATH_VARIABLE, str(_folder(tmp_path, a10g=A10G)))
+    card = find_accelerator("A10G")
+    assert card is not None and card.memory_bandwidth_gb_s == 600
+    assert card.dense_tflops == {"bf16": 125, "fp16": 125}
+
+
+def test_fail_a_card_may_not_take_a_shipped_name(tmp_path: Path) -> None:
+    thief = {**A10G, "name": "H100-SXM-80GB", "aliases": ["a10g", "h100"]}
+    folder = _folder(tmp_path, thief=thief)
+    with pytest.raises(InvalidInput) as caught:
+        card_files.load([folder])
+    messages = [p.message for p in caught.value.problems]
+    assert len(messages) == 2
+    assert "accelerator name 'h100-sxm-80gb' is already" in messages[0]
+    assert "H100-SXM-80GB.yaml's: a card may add names, not replace one" in messages[0]
+    assert "accelerator name 'h100' is already" in messages[1]
+
+
+def test_fail_validate_names_every_problem_and_exits_2(tmp_path: Path) -> None:
+    bad = {**A10G, "memory_gib": -1, "dense_tflops": {"bf17": 1}, "colour": "green"}
+    del bad["source"]
+    path = _folder(tmp_path, bad=bad) / "accelerators" / "bad.yaml"
+    result = capgate("catalog", "validate", str(path), env=_env(None))
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    for loc in (
+        "source: field required",
+        "memory_gib: Input should be greater than 0",
+        "dense_tflops.bf17.[key]",
+        "colour: unknown field",
+    ):
+        assert any(line.startswith(f"{path}: ") and loc in line for line in lines), (loc, lines)
+    assert result.stdout == ""
+
+    model = {
+        "kind": "model",
+        "name": "x/y",
+        "source": "a config.json somewhere",
+        "layers": 2,
+        "hidden_size": 64,
+        "attention_heads": 6,
+        "kv_heads": 4,
+        "head_dim": 16,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+        "total_params_b": 1,
+        "active_params_b": 2,
+        "max_context_tokens": 1024,
+    }
+    path = tmp_path / "model.yaml"
+    path.write_text(yaml.safe_dump(model))
+    result = capgate("catalog", "validate", str(path), "--json", env=_env(None))
+    assert result.returncode == 2
+    problems = json.loads(result.stdout)["problems"]
+    assert [p["message"] for p in problems] == ["kv_heads (4) must divide attention_heads (6)"]
+
+
+def test_success_list_show_and_validate_read_the_teams_folder(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, a10g=A10G)
+    env = _env(folder)
+    listed = capgate("catalog", "list", "--kind", "accelerator", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["A10G-24GB"]["file"] == str(folder / "accelerators" / "a10g.yaml")
+    assert rows["H100-SXM-80GB"]["shipped"] is True
+    assert all(row["kind"] == "accelerator" for row in rows.values())
+
+    shown = capgate("catalog", "show", "a10g", env=env)
+    assert shown.returncode == 0, shown.stderr
+    card = yaml.safe_load(shown.stdout)
+    assert (card["name"], card["memory_bandwidth_gb_s"]) == ("A10G-24GB", 600)
+    assert card["file"] == str(folder / "accelerators" / "a10g.yaml")
+
+    checked = capgate("catalog", "validate", env=env)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.strip() == f"ok  {len(card_files.load([folder]))} card(s)"
+
+    missing = capgate("catalog", "show", "a10g", env=_env(None))
+    assert missing.returncode == 2
+    assert "no catalog card is named 'a10g'" in missing.stderr
