@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from registry.errors import FieldProblem, InvalidInput
 from registry.planner import card_files
+from registry.planner.architectures import refusal
 from registry.planner.card_files import AcceleratorCardFile, ModelCardFile
 from registry.records.provider import DType, InterconnectKind, ProviderProfile
 
@@ -242,8 +244,27 @@ def params_from_hf_config(config: Mapping[str, Any]) -> tuple[float, float] | No
 
 
 def resolve_model(provider: ProviderProfile) -> ModelShape:
-    """The model's shape: hf_config (as is) over the profile's fields over the catalog."""
+    """The model's shape: hf_config (as is) over the profile's fields over the catalog.
+
+    Raises InvalidInput for a model whose layers the planner cannot price
+    (registry.planner.architectures): refused by name, never priced as a dense transformer.
+    """
     spec = provider.model
+    why = refusal(spec.name, spec.hf_config, active_stated=spec.active_params_b is not None)
+    if why is not None:
+        loc = "model.hf_config" if spec.hf_config else "model.name"
+        raise InvalidInput(
+            f"the planner cannot price {spec.name}",
+            problems=[
+                FieldProblem(
+                    loc,
+                    f"provider {provider.name}: the planner cannot price {spec.name}, "
+                    f"{why}: the planner prices identical full-attention layers with a KV "
+                    "cache of 2 x KV heads x head dim per token, which would misstate this "
+                    "model's memory and step time; it is refused rather than priced wrongly",
+                )
+            ],
+        )
     card = find_model(spec.name)
     sources = ["provider profile model fields"]
     notes: list[str] = []
