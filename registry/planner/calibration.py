@@ -9,6 +9,14 @@ by a coarse grid and one refinement around its best point (the simulation is pie
 constant in the parameters, so derivative-based least squares would stall); at each point
 the API server's time per request, which only shifts TTFT, is fitted on top without
 rerunning the simulation. The fit error reported is the root mean square of the log errors.
+
+A fit must earn its place: it is checked by leave-one-out over the fitted figures, a group
+at a time (one metric of one class of one test: its p50, p90 and p99 move together, so
+holding out one percentile alone would test little). Each group is predicted by the best
+of the simulated points fitted to the other groups, and the root mean square of those
+held-out log errors is compared with the defaults' error on the same figures. A fit that
+predicts held-out figures no better than the defaults is not used: calibrating on a test
+must never make the planner worse than it was without it.
 """
 
 from __future__ import annotations
@@ -308,8 +316,12 @@ def calibrate(
     if not cases:
         return base, unfitted
 
+    # Every point simulated, kept for the leave-one-out check (it reruns no simulation).
+    simulated: dict[tuple[float, float], Engine] = {}
+
     def point(mbu: float, mfu: float) -> tuple[float, float, float, float]:
         engine = _engine_predictions(cases, base.with_fractions(mbu, mfu))
+        simulated[(mbu, mfu)] = engine
         front = _best_frontend(engine, default_frontend)
         loss = _loss(_as_residuals(engine, front)) + _frontend_prior(front, default_frontend)
         return loss, mbu, mfu, front
@@ -335,6 +347,25 @@ def calibrate(
     fitted = base.with_fractions(mbu, mfu)
     residuals = _residuals(cases, fitted, frontend_ms)
     rms = math.sqrt(_loss(residuals) / max(1, len(residuals)))
+    at_defaults = _engine_predictions(cases, base.with_fractions(defaults.mbu, defaults.mfu))
+    default_error = _rms(_as_residuals(at_defaults, default_frontend))
+    held_out = held_out_error(simulated, default_frontend)
+    checked = unfitted.model_copy(
+        update={"held_out_error": held_out, "default_error": default_error}
+    )
+    if held_out is None:
+        why = (
+            "the evidence gives one group of figures (one metric of one class), so the fit "
+            "cannot be checked on figures it was not fitted to; the defaults stay"
+        )
+        return base, checked.model_copy(update={"rejected": why})
+    if held_out >= default_error:
+        why = (
+            f"the fit predicts held-out figures no better than the defaults (leave-one-out "
+            f"RMS log error {held_out:.3f} against the defaults' {default_error:.3f}); "
+            "the defaults stay"
+        )
+        return base, checked.model_copy(update={"rejected": why})
     sources["mbu"] = sources["mfu"] = (
         "least-squares fit (log error) to load-test evidence: " + ", ".join(c.name for c in cases)
     )
@@ -351,7 +382,53 @@ def calibrate(
         residuals=residuals,
         sources=sources,
         frontend_ms=frontend_ms,
+        held_out_error=held_out,
+        default_error=default_error,
     )
+
+
+Engine = list[tuple[str, str, str, float, float | None]]
+
+
+def _rms(residuals: Sequence[CalibrationResidual]) -> float:
+    return round(math.sqrt(_loss(residuals) / max(1, len(residuals))), 4)
+
+
+def _group(row: tuple[str, str, str, float, float | None]) -> tuple[str, str, str]:
+    name, cname, key, _, _ = row
+    return name, cname, key.split("_p", 1)[0]
+
+
+def held_out_error(
+    simulated: dict[tuple[float, float], Engine], default_frontend: float
+) -> float | None:
+    """Leave-one-group-out RMS log error over the simulated points; None with one group.
+
+    For each group (evidence, class, metric) the point and API server time that fit the
+    other groups best predict it; every simulated point has the same figures in the same
+    order, so a fold reruns no simulation.
+    """
+    if not simulated:
+        return None
+    rows = next(iter(simulated.values()))
+    groups = sorted({_group(row) for row in rows})
+    if len(groups) < 2:
+        return None
+    errors: list[CalibrationResidual] = []
+    for group in groups:
+
+        def fold_loss(engine: Engine, group: tuple[str, str, str] = group) -> tuple[float, float]:
+            kept = [row for row in engine if _group(row) != group]
+            front = _best_frontend(kept, default_frontend)
+            return _loss(_as_residuals(kept, front)) + _frontend_prior(
+                front, default_frontend
+            ), front
+
+        scored = [(fold_loss(engine), key) for key, engine in simulated.items()]
+        (_, front), best = min(scored, key=lambda item: (item[0][0], item[1]))
+        held = [row for row in simulated[best] if _group(row) == group]
+        errors.extend(_as_residuals(held, front))
+    return _rms(errors)
 
 
 def _outside_physical(mbu: float, mfu: float, frontend_ms: float) -> str | None:

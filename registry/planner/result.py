@@ -239,6 +239,17 @@ class Calibration(_Out):
         "latency: fitted with the fractions when the evidence measured TTFT, else the "
         "runtime's default (registry/planner/efficiency.py FRONTEND).",
     )
+    held_out_error: float | None = Field(
+        default=None,
+        description="Leave-one-out RMS log error of the fit: each group of figures (one "
+        "metric of one class of one test) predicted by the fit to the others. None when "
+        "nothing was fitted or one group cannot be held out.",
+    )
+    default_error: float | None = Field(
+        default=None,
+        description="RMS log error of the default efficiencies on the same figures; a fit "
+        "whose held-out error is not below it is not used.",
+    )
 
 
 class LoadPoint(_Out):
