@@ -31,7 +31,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from registry.manifests.from_manifests import TOTAL_REPLICAS
-from registry.manifests.identity import CAPACITY, PROVIDER, SPOT
+from registry.manifests.identity import CAPACITY, PROVIDER, spot_notes
 from registry.manifests.stated import stated_document
 from registry.manifests.zones import ZONE_SPREAD
 
@@ -200,20 +200,11 @@ def notes(plan: dict[str, Any], stated: StatedManifests) -> list[str]:
 
 
 def _spot_notes(stated: StatedManifests) -> list[str]:
-    found = []
-    for name, source in sorted(stated.fields.items()):
-        if not name.startswith(f"{SPOT}."):
-            continue
-        values = str(source.value).split(",")
-        spot = [v for v in values if v.lower() in ("spot", "true")]
-        runs = "run" if len(spot) == len(values) else "may run"
-        found.append(
-            f"the pods {runs} on spot capacity ({name.removeprefix(f'{SPOT}.')}: "
-            f"{source.value}, {source.file}:{source.line}): the cloud reclaims spot nodes at "
-            "short notice, several at once, which the plan's reserve for one worker and one "
-            "zone does not count; not compared"
-        )
-    return found
+    return spot_notes(
+        (name, source.value, source.file, source.line)
+        for name, source in sorted(stated.fields.items())
+        if name.startswith(f"{CAPACITY}.")
+    )
 
 
 def _zone_notes(plan: dict[str, Any], stated: StatedManifests) -> list[str]:

@@ -14,12 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
-from registry.manifests.identity import identity_fields, refuse_unservable, vllm_version
+from registry.manifests.identity import (
+    identity_fields,
+    refuse_unservable,
+    served_model,
+    spot_notes,
+    vllm_version,
+)
 from registry.manifests.loading import Manifest, Where, load_manifests
+from registry.manifests.operators import no_workload, not_read
+from registry.manifests.operators import note as not_read_note
 from registry.manifests.overlay import merge
 from registry.manifests.pods import Fields, grace_period, pipeline_parallel, pre_stop, probes
 from registry.manifests.pods import serving_fields as flag_fields
-from registry.manifests.scaling import autoscaling, disruption_budget, hpa_floor
+from registry.manifests.scaling import SCALER_KINDS, autoscaling, disruption_budget, hpa_floor
 from registry.manifests.workloads import (
     RUNTIME_KINDS,
     WORKLOAD_KINDS,
@@ -32,8 +40,6 @@ from registry.records.documents import load_document, validate_record
 from registry.records.kinds import RecordKind
 
 # Kinds read besides the workloads; anything else (Services, ConfigMaps...) is noted.
-HPA = ("autoscaling", "HorizontalPodAutoscaler")
-LLM_SERVICE = ("serving.kserve.io", "LLMInferenceService")
 PDB = ("policy", "PodDisruptionBudget")
 NOT_IN_MANIFESTS = "not in the manifests; give it in the overlay"
 # What the caller may give besides the overlay (the CLI's --name, --workload, --provider).
@@ -95,8 +101,11 @@ def _workload_fields(workload: ServingWorkload, notes: list[str]) -> Fields:
             notes.append(f"runtime: {image.value} at {image.where} {why}")
         else:
             notes.append(f"runtime: {image.value} (vLLM {version}) at {image.where}")
-    if command.model is not None:
-        notes.append(f"model: {command.model.text} at {command.model.where}")
+    model = served_model(command)  # also KServe's --model_id or storageUri
+    if model is not None:
+        notes.append(f"model: {model.text} at {model.where}")
+    served = identity_fields(workload).items()
+    notes.extend(spot_notes((name, v, at.file, at.line) for name, (v, at) in served))
     return fields
 
 
@@ -205,6 +214,7 @@ def _read(
     workloads: list[ServingWorkload] = []
     hpas: list[Manifest] = []
     pdbs: list[Manifest] = []
+    unread: list[tuple[Manifest, str]] = []  # resources an operator makes pods of
     runtimes = serving_runtimes(manifests)
     for manifest in manifests:
         key = (manifest.api_group, manifest.kind)
@@ -214,24 +224,18 @@ def _read(
                 workloads.append(workload)
         elif key in RUNTIME_KINDS:
             continue  # read with the InferenceServices that name them
-        elif key == HPA:
+        elif key in SCALER_KINDS:
             hpas.append(manifest)
         elif key == PDB:
             pdbs.append(manifest)
-        elif key == LLM_SERVICE:
-            # Its vLLM command, flags and probes come from LLMInferenceServiceConfig
-            # presets the controller merges in the cluster, not from the manifests.
-            notes.append(
-                f"{manifest.file}: {manifest.title} is not read: KServe builds its pods from "
-                "presets in the cluster; state the plan in an overlay or a plan file"
-            )
+        elif (why := not_read(manifest)) is not None:
+            # NIMService, LLMInferenceService...: registry.manifests.operators says why.
+            unread.append((manifest, why))
+            notes.append(not_read_note(manifest, why))
         else:
             notes.append(f"{manifest.file}: {manifest.title} ({key[0] or 'core'}) ignored")
     if not workloads:
-        raise InvalidInput(
-            "no serving workload in the manifests: no Deployment, StatefulSet, "
-            "LeaderWorkerSet or InferenceService runs vLLM"
-        )
+        raise no_workload(unread)
     workloads = [_replicas(workload, hpas, notes) for workload in workloads]
     fields: Fields = {}
     for workload in workloads:
@@ -239,7 +243,7 @@ def _read(
         _same(fields, more, workload)
         fields.update({k: v for k, v in more.items() if k not in fields})
     fields.update(_zones(workloads, overlay, notes))
-    scaling = autoscaling(hpas, workloads)
+    scaling = autoscaling(hpas, workloads, notes)
     fields.update(scaling)
     fields.update(disruption_budget(pdbs, workloads))
     rollouts = [w.rollout_max_unavailable for w in workloads if w.rollout_max_unavailable]

@@ -13,7 +13,8 @@ pod requests no accelerator, or whose model is a template placeholder (``YOUR-MO
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from registry.manifests.loading import Node, Where, invalid
 from registry.manifests.pods import GPU_RESOURCES, TPU_RESOURCE, Fields
@@ -53,11 +54,21 @@ CAPACITY = "capacity"
 SPOT = f"{CAPACITY}.spot"  # .<label key>: value[,value...]
 SPOT_LABELS = {
     "cloud.google.com/gke-spot": "true",
+    "cloud.google.com/gke-preemptible": "true",
     "cloud.google.com/gke-provisioning": "spot",
     "karpenter.sh/capacity-type": "spot",
     "eks.amazonaws.com/capacityType": "spot",
     "kubernetes.azure.com/scalesetpriority": "spot",
 }
+# Spot nodes are tainted with their label (GKE, AKS; Karpenter and EKS node pools that
+# taint them): a toleration of the taint, or a preferred node affinity for the label,
+# lets the pods run there without requiring it.
+SPOT_TOLERATION = f"{CAPACITY}.spot_toleration"  # .<taint key>: the value, or Exists
+SPOT_PREFERENCE = f"{CAPACITY}.spot_preference"  # .<label key>: value[,value...]
+RECLAIMED = (
+    "the cloud reclaims spot nodes at short notice, several at once, which the plan's "
+    "reserve for one worker and one zone does not count; not compared"
+)
 RESOURCE_VENDORS = {"nvidia.com/gpu": "NVIDIA", "amd.com/gpu": "AMD", TPU_RESOURCE: "Google"}
 RESOURCE_KINDS = {
     "nvidia.com/gpu": "an NVIDIA GPU",
@@ -190,7 +201,7 @@ class Model(NamedTuple):
     path: str  # the manifest field it is written in
 
 
-def _model(command: VllmCommand) -> Model | None:
+def served_model(command: VllmCommand) -> Model | None:
     """The model the server loads, as written: vLLM's positional model or ``--model``,
     KServe's huggingface server's ``--model_id``; an InferenceService's ``storageUri``
     (``hf://org/name``, which KServe fetches for its server) where those are absent or a
@@ -215,13 +226,21 @@ def identity_fields(workload: ServingWorkload) -> Fields:
     image = command.holding("image").string("image")
     if image is not None:
         fields[IMAGE] = (image.value, image.where)
-    model = _model(command)
+    model = served_model(command)
     if model is not None:
         fields[MODEL] = (model.text, model.where)
     for flag_name, field in IDENTITY_FLAGS.items():
         flag = command.flags.get(flag_name)
         if flag is not None and isinstance(flag.value, str):
             fields[field] = (flag.value, flag.word.where)
+    kserve_name = command.flags.get("model-name")
+    if (
+        SERVED_NAME not in fields
+        and kserve_name is not None
+        and command.container.child("modelFormat")
+    ):
+        # KServe's huggingface server takes the name clients use as --model_name.
+        fields[SERVED_NAME] = (str(kserve_name.value), kserve_name.word.where)
     if workload.accelerator is not None and workload.gpus_at is not None:
         fields[RESOURCE] = (workload.accelerator, workload.gpus_at)
     for key in ACCELERATOR_LABELS:
@@ -232,14 +251,94 @@ def identity_fields(workload: ServingWorkload) -> Fields:
         found = _label_values(workload.placed_by, key)
         if found is not None and spot in (v.lower() for v in found[0]):
             fields[f"{SPOT}.{key}"] = (",".join(found[0]), found[1].where)
+            continue  # required: what the pods also tolerate or prefer adds nothing
+        preferred = _preferred_values(workload.placed_by, key)
+        if preferred is not None and spot in (v.lower() for v in preferred[0]):
+            fields[f"{SPOT_PREFERENCE}.{key}"] = (",".join(preferred[0]), preferred[1].where)
+        for pod in (workload.pod, workload.placed_by):  # the KServe runtime's too
+            toleration = _toleration(pod, key, spot)
+            if toleration is not None:
+                fields[f"{SPOT_TOLERATION}.{key}"] = toleration
+                break
     return fields
+
+
+def _preferred_values(pod: Node, key: str) -> tuple[list[str], Node] | None:
+    """The values of ``key`` a preferred node affinity asks for (``In``), if any."""
+    affinity = pod.mapping("affinity")
+    node_affinity = affinity.mapping("nodeAffinity") if affinity else None
+    values: list[str] = []
+    first: Node | None = None
+    for term in (
+        node_affinity.items("preferredDuringSchedulingIgnoredDuringExecution")
+        if node_affinity
+        else []
+    ):
+        preference = term.mapping("preference")
+        for expression in preference.items("matchExpressions") if preference else []:
+            name, operator = expression.string("key"), expression.string("operator")
+            if name is None or name.value != key or operator is None or operator.value != "In":
+                continue
+            values.extend(str(v.value) for v in expression.strings("values"))
+            first = first or expression
+    return (list(dict.fromkeys(values)), first) if first is not None else None
+
+
+def _toleration(pod: Node, key: str, spot: str) -> tuple[str, Where] | None:
+    """A toleration of the spot taint ``key`` (``Exists``, or ``Equal`` to the spot
+    value): what it tolerates and where it is written. GPU taints need nothing."""
+    for toleration in pod.items("tolerations"):
+        name = toleration.string("key")
+        if name is None or name.value != key:
+            continue
+        operator = toleration.string("operator")
+        if operator is not None and operator.value == "Exists":
+            return "Exists", toleration.where
+        value = toleration.child("value")
+        if value is not None and str(value.value).lower() == spot:
+            effect = toleration.string("effect")
+            written = f"{value.value}:{effect.value}" if effect is not None else str(value.value)
+            return written, toleration.where
+    return None
+
+
+def spot_notes(fields: Iterable[tuple[str, Any, str, int]]) -> list[str]:
+    """What the spot capacity the pods are placed on means, one note per node label:
+    ``fields`` are (name, value, file, line) of the ``capacity.*`` fields."""
+    by_key: dict[str, dict[str, tuple[Any, str]]] = {}
+    for name, value, file, line in fields:
+        for prefix in (SPOT, SPOT_PREFERENCE, SPOT_TOLERATION):
+            if name.startswith(f"{prefix}."):
+                key = name.removeprefix(f"{prefix}.")
+                by_key.setdefault(key, {})[prefix] = (value, f"{file}:{line}")
+    found = []
+    for key, stated in sorted(by_key.items()):
+        if SPOT in stated:
+            value, at = stated[SPOT]
+            values = str(value).split(",")
+            spot = [v for v in values if v.lower() in ("spot", "true")]
+            runs = "run" if len(spot) == len(values) else "may run"
+            found.append(f"the pods {runs} on spot capacity ({key}: {value}, {at}): {RECLAIMED}")
+            continue
+        said = []
+        if SPOT_PREFERENCE in stated:
+            value, at = stated[SPOT_PREFERENCE]
+            said.append(f"a preferred node affinity for {key}: {value}, {at}")
+        if SPOT_TOLERATION in stated:
+            value, at = stated[SPOT_TOLERATION]
+            said.append(f"a toleration of the taint {key}={value}, {at}")
+        found.append(
+            f"the pods may run on spot capacity ({'; '.join(said)}): this allows spot nodes "
+            f"without requiring them, so some or all replicas may land there; {RECLAIMED}"
+        )
+    return found
 
 
 def refuse_unservable(workload: ServingWorkload) -> None:
     """A vLLM pod that cannot serve the plan is an error naming its file and line: no
     accelerator requested, or a model that is still a template placeholder."""
     command = workload.vllm
-    model = _model(command)
+    model = served_model(command)
     if model is not None and placeholder(model.text):
         raise invalid(
             model.where,

@@ -1,43 +1,22 @@
-"""Autoscaling (HorizontalPodAutoscaler) and disruption budgets (PodDisruptionBudget)
-of the serving workloads."""
+"""Autoscaling (HorizontalPodAutoscaler, AIBrix's PodAutoscaler) and disruption budgets
+(PodDisruptionBudget) of the serving workloads."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from registry.manifests.aibrix import AIBRIX, aibrix_fields
 from registry.manifests.loading import Manifest, Node
-from registry.manifests.pods import Fields, whole
+from registry.manifests.metrics import metric_name, quantity
+from registry.manifests.pods import Fields
 from registry.manifests.workloads import ServingWorkload, scaled
-from registry.records.autoscaling_metric import AutoscalingMetric
 
-_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(m|k|M|G|Ki|Mi|Gi)?")
-_SCALE = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
-KNOWN_METRICS = {metric.value for metric in AutoscalingMetric}
-
-
-def quantity(node: Node) -> int | float:
-    """A Kubernetes quantity: 8, "8", "500m", "1k"."""
-    value = node.value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    match = _QUANTITY.fullmatch(str(value).strip())
-    if match is None:
-        node.fail(f"{value!r} is not a quantity")
-    return whole(float(match.group(1)) * _SCALE[match.group(2)])
+HPA = ("autoscaling", "HorizontalPodAutoscaler")
+# What scales a workload: read alike (bounds, one metric, target).
+SCALER_KINDS = {HPA, AIBRIX}
 
 
-def _metric_name(node: Node) -> str:
-    """The plan's metric for an HPA metric name; Prometheus adapters often rename
-    ``vllm:x`` to ``vllm_x``."""
-    name = node.value
-    for known in KNOWN_METRICS:
-        if name in (known, known.replace(":", "_")):
-            return known
-    node.fail(f"metric {name!r} is not one a plan can hold ({', '.join(sorted(KNOWN_METRICS))})")
-
-
-def _target(metric: Node, section: str) -> tuple[str, int | float, Node]:
+def _target(metric: Node, section: str, notes: list[str]) -> tuple[str, int | float, Node]:
     block = metric.mapping(section)
     if block is None:
         metric.fail(f"a {metric.value.get('type')} metric needs {section}")
@@ -60,7 +39,7 @@ def _target(metric: Node, section: str) -> tuple[str, int | float, Node]:
         value = target.child("averageValue") or target.child("value")
     if value is None:
         block.fail("target.averageValue or target.value is required")
-    return _metric_name(name), quantity(value), value
+    return metric_name(name, notes), quantity(value), value
 
 
 def _window(behavior: Node | None, direction: str) -> Node | None:
@@ -68,7 +47,9 @@ def _window(behavior: Node | None, direction: str) -> Node | None:
     return rules.integer("stabilizationWindowSeconds") if rules else None
 
 
-def _hpa_fields(hpa: Manifest) -> Fields:
+def _hpa_fields(hpa: Manifest, notes: list[str]) -> Fields:
+    if (hpa.api_group, hpa.kind) == AIBRIX:
+        return aibrix_fields(hpa, notes)
     spec = hpa.root.mapping("spec")
     if spec is None:
         hpa.root.fail("HorizontalPodAutoscaler needs a spec")
@@ -105,7 +86,7 @@ def _hpa_fields(hpa: Manifest) -> Fields:
         }.get(kind.value)
         if section is None:
             kind.fail(f"metric type {kind.value!r} does not map to the plan")
-        name, value, at = _target(metric, section)
+        name, value, at = _target(metric, section, notes)
         fields["autoscaling.metric"] = (name, metric.where)
         fields["autoscaling.target"] = (value, at.where)
     behavior = spec.mapping("behavior")
@@ -137,14 +118,21 @@ def hpa_floor(hpas: Iterable[Manifest], workload: ServingWorkload) -> Node | Non
     return None
 
 
-def autoscaling(hpas: Iterable[Manifest], workloads: list[ServingWorkload]) -> Fields:
-    """The autoscaling fields; per-zone workloads with one HPA each add their bounds."""
+def autoscaling(
+    hpas: Iterable[Manifest], workloads: list[ServingWorkload], notes: list[str] | None = None
+) -> Fields:
+    """The autoscaling fields; per-zone workloads with one HPA each add their bounds.
+    ``hpas``: HorizontalPodAutoscalers and AIBrix PodAutoscalers alike."""
+    notes = [] if notes is None else notes
     found = [hpa for hpa in hpas if any(targets(hpa, w) for w in workloads)]
+    for hpa in hpas:
+        if hpa not in found:
+            notes.append(f"{hpa.file}: {hpa.title} scales no serving workload; ignored")
     if not found:
         return {}
-    fields = _hpa_fields(found[0])
+    fields = _hpa_fields(found[0], notes)
     for other in found[1:]:
-        more = _hpa_fields(other)
+        more = _hpa_fields(other, notes)
         for field in ("autoscaling.min_replicas", "autoscaling.max_replicas"):
             value, where = fields[field]
             fields[field] = (value + more[field][0], where)

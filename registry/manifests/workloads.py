@@ -29,6 +29,9 @@ WORKLOAD_KINDS = {
 RUNTIME_KINDS = {(KSERVE, "ServingRuntime"), (KSERVE, "ClusterServingRuntime")}
 # KServe's huggingface runtime serves generative models with vLLM unless told otherwise.
 KSERVE_VLLM_BACKENDS = frozenset({"vllm", "auto"})
+# The ClusterServingRuntime a KServe install selects for a model format (its
+# kserve-huggingfaceserver serves huggingface models with vLLM).
+KSERVE_DEFAULT_RUNTIMES = {"huggingface": "kserve-huggingfaceserver", "vllm": "kserve-vllmserver"}
 
 
 @dataclass(frozen=True)
@@ -156,15 +159,20 @@ def serving_runtimes(manifests: list[Manifest]) -> dict[str, Manifest]:
 
 
 def _runtime_container(
-    model: Node, runtimes: Mapping[str, Manifest], notes: list[str]
+    model: Node,
+    runtimes: Mapping[str, Manifest],
+    notes: list[str],
+    selected: Manifest | None = None,
 ) -> tuple[Node, Node] | None:
-    """The container and pod spec of the runtime ``model`` names, if it is among the
-    manifests. KServe runs the model in the runtime's `kserve-container`, else its first."""
+    """The container and pod spec of the runtime ``model`` names (or KServe ``selected``
+    for it), if it is among the manifests. KServe runs the model in the runtime's
+    `kserve-container`, else its first."""
     name = model.string("runtime")
-    if name is None:
-        return None
-    runtime = runtimes.get(name.value)
+    if name is None and selected is None:
+        return _auto_selected(model, runtimes, notes)
+    runtime = selected if name is None else runtimes.get(name.value)
     if runtime is None:
+        assert name is not None
         notes.append(
             f"{name.where}: runtime {name.value} is not in the manifests; only the "
             "InferenceService's own container is read"
@@ -178,6 +186,46 @@ def _runtime_container(
         spec.fail("a serving runtime needs a container")
     named = [c for c in containers if (n := c.string("name")) and n.value == "kserve-container"]
     return (named or containers)[0], spec
+
+
+def _formats(runtime: Manifest) -> list[str]:
+    """The model formats a runtime lets KServe select it for (``autoSelect: true``)."""
+    spec = runtime.root.mapping("spec")
+    found = []
+    for item in spec.items("supportedModelFormats") if spec else []:
+        name, auto = item.string("name"), item.child("autoSelect")
+        if name is not None and auto is not None and auto.value is True:
+            found.append(name.value.lower())
+    return found
+
+
+def _auto_selected(
+    model: Node, runtimes: Mapping[str, Manifest], notes: list[str]
+) -> tuple[Node, Node] | None:
+    """The runtime KServe selects for a model that names none: one supporting its
+    ``modelFormat`` with ``autoSelect`` (a namespaced ServingRuntime first). One not
+    among the manifests is noted: the model's own container is read alone."""
+    described = model.mapping("modelFormat")
+    model_format = described.string("name") if described else None
+    if model_format is None:
+        return None
+    chosen = [r for r in runtimes.values() if model_format.value.lower() in _formats(r)]
+    chosen.sort(key=lambda r: r.kind != "ServingRuntime")
+    if not chosen:
+        default = KSERVE_DEFAULT_RUNTIMES.get(model_format.value.lower())
+        named = f" (KServe's default is {default})" if default else ""
+        notes.append(
+            f"{model_format.where}: no runtime is named and none among the manifests "
+            f"supports modelFormat {model_format.value}: KServe selects a "
+            f"ClusterServingRuntime in the cluster{named}, which is not read; only the "
+            "InferenceService's own container is read"
+        )
+        return None
+    notes.append(
+        f"{model_format.where}: runtime {chosen[0].name} ({chosen[0].file}) is the one "
+        f"KServe selects for modelFormat {model_format.value}"
+    )
+    return _runtime_container(model, runtimes, notes, chosen[0])
 
 
 def _kserve_model(
