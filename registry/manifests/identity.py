@@ -183,9 +183,14 @@ def _label_values(pod: Node, key: str) -> tuple[list[str], Node] | None:
     pinned = selector.child(key) if selector is not None else None
     if pinned is not None:
         return [str(pinned.value)], pinned
+    return _values_in(required_terms(pod) or [], key)
+
+
+def _values_in(terms: list[Node], key: str) -> tuple[list[str], Node] | None:
+    """The values node selector terms allow ``key`` (``In``), and the first expression."""
     values: list[str] = []
     first: Node | None = None
-    for term in required_terms(pod) or []:
+    for term in terms:
         for expression in term.items("matchExpressions"):
             name, operator = expression.string("key"), expression.string("operator")
             if name is None or name.value != key or operator is None or operator.value != "In":
@@ -267,21 +272,13 @@ def _preferred_values(pod: Node, key: str) -> tuple[list[str], Node] | None:
     """The values of ``key`` a preferred node affinity asks for (``In``), if any."""
     affinity = pod.mapping("affinity")
     node_affinity = affinity.mapping("nodeAffinity") if affinity else None
-    values: list[str] = []
-    first: Node | None = None
-    for term in (
+    weighted = (
         node_affinity.items("preferredDuringSchedulingIgnoredDuringExecution")
         if node_affinity
         else []
-    ):
-        preference = term.mapping("preference")
-        for expression in preference.items("matchExpressions") if preference else []:
-            name, operator = expression.string("key"), expression.string("operator")
-            if name is None or name.value != key or operator is None or operator.value != "In":
-                continue
-            values.extend(str(v.value) for v in expression.strings("values"))
-            first = first or expression
-    return (list(dict.fromkeys(values)), first) if first is not None else None
+    )
+    preferences = [p for term in weighted if (p := term.mapping("preference")) is not None]
+    return _values_in(preferences, key)
 
 
 def _toleration(pod: Node, key: str, spot: str) -> tuple[str, Where] | None:

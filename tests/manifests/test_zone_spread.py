@@ -21,7 +21,14 @@ from registry.manifests.consistency import (
 from registry.manifests.zones import ZONE_SPREAD
 from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
-from tests.manifests.helpers import build, deployment, edited_example_manifests, line_of, write
+from tests.manifests.helpers import (
+    ZONES,
+    build,
+    deployment,
+    edited_example_manifests,
+    line_of,
+    write,
+)
 
 VLLM = """
 image: vllm/vllm-openai:v0.10.2
@@ -101,16 +108,9 @@ def test_success_a_spread_that_fixes_no_counts_leaves_zones_uncompared(
 
 
 def test_fail_pinned_zones_under_a_larger_skew_fix_no_counts(tmp_path: Path) -> None:
-    pinned = """
-affinity:
-  nodeAffinity:
-    requiredDuringSchedulingIgnoredDuringExecution:
-      nodeSelectorTerms:
-        - matchExpressions:
-            - {key: topology.kubernetes.io/zone, operator: In, values: [z-a, z-b, z-c]}
-"""
+    pinned = ZONES.replace("maxSkew: 1", "maxSkew: 2")
     with pytest.raises(InvalidInput) as caught:
-        build(tmp_path, {"deploy.yaml": deployment(VLLM, pod=pinned + _spread(skew=2))})
+        build(tmp_path, {"deploy.yaml": deployment(VLLM, pod=pinned)})
     assert "does not spread over them evenly" in caught.value.one_line()
     assert "maxSkew: 1" in caught.value.one_line()
 
