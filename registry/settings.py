@@ -53,6 +53,10 @@ class Settings:
     # import (comma-separated). None by default: an API that fetched any URL a caller names
     # would let anyone allowed to import probe the server's network.
     prometheus_urls: tuple[str, ...] = ()
+    # CAPGATE_PUBLIC_API_DOCS=1: /docs and /openapi.json answer without a credential. By
+    # default they need one, as every route but /healthz and /readyz does: the schema names
+    # every route and field, which is reconnaissance a registry owes nobody unasked.
+    public_api_docs: bool = False
 
     def token(self) -> str | None:
         if self.token_value:
@@ -83,11 +87,15 @@ class Settings:
             opa_ca_file=env.get("CAPGATE_OPA_CA_FILE") or None,
             opa_client_cert=env.get("CAPGATE_OPA_CLIENT_CERT") or None,
             opa_client_key=env.get("CAPGATE_OPA_CLIENT_KEY") or None,
-            require_policy_release=(env.get("CAPGATE_REQUIRE_POLICY_RELEASE") or "").strip().lower()
-            in {"1", "true", "yes"},
+            require_policy_release=_flag(env.get("CAPGATE_REQUIRE_POLICY_RELEASE")),
+            public_api_docs=_flag(env.get("CAPGATE_PUBLIC_API_DOCS")),
             prometheus_urls=tuple(
                 url.strip().rstrip("/")
                 for url in (env.get("CAPGATE_PROMETHEUS_URLS") or "").split(",")
                 if url.strip()
             ),
         )
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes"}

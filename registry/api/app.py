@@ -6,8 +6,9 @@ import gc
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from registry import __version__
 from registry.api.access_log import install_access_log
@@ -118,6 +119,10 @@ def create_app(
         title="capgate",
         version=__version__,
         description="Decision gate and evidence registry for LLM serving capacity plans.",
+        # Served below, behind the access table like every other route.
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
     app.state.database = database
     app.state.settings = settings or Settings.from_env()
@@ -157,4 +162,20 @@ def create_app(
         return {"status": "ready"}
 
     app.openapi = lambda: _openapi_with_record_schemas(app)  # type: ignore[method-assign]
+    _serve_api_docs(app, public=app.state.settings.public_api_docs)
     return app
+
+
+def _serve_api_docs(app: FastAPI, *, public: bool) -> None:
+    """/openapi.json and the Swagger page on it: a read like any other (every role), or
+    open to all with CAPGATE_PUBLIC_API_DOCS=1. A browser reaches them as it reaches /ui
+    (through an OIDC proxy that adds the bearer token, or on an --insecure-local server)."""
+    guard = [] if public else [Depends(authorize)]
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=guard)
+    def openapi_json() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=guard)
+    def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="capgate API")

@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from registry.errors import CapgateError, FieldProblem, InvalidInput
 
@@ -58,9 +59,26 @@ def error_body(exc: CapgateError) -> dict[str, object]:
     return body
 
 
+def _methods_for(request: Request) -> list[str]:
+    """Every method some route of the application answers on the request's path."""
+    # Asked of each route as routing asks it (included routers answer for their own
+    # routes): FULL when the path and the method both match.
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL
+            for route in request.app.routes
+        )
+    ]
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # Routing's own answers (unknown path 404, wrong method 405) in the one error shape.
         if exc.status_code == 400:
             # FastAPI's answer to a body it cannot parse (a broken multipart form): invalid
@@ -70,10 +88,15 @@ def install_error_handlers(app: FastAPI) -> None:
             )
             return JSONResponse(status_code=422, content=error_body(invalid))
         names = {404: "NotFound", 405: "MethodNotAllowed"}
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route matching the path; the path
+            # may have several (GET and POST /v1/plans are two routes): RFC 9110 wants all.
+            headers["Allow"] = ", ".join(_methods_for(request))
         return JSONResponse(
             status_code=exc.status_code,
             content={"error": names.get(exc.status_code, "HTTPError"), "message": str(exc.detail)},
-            headers=exc.headers,
+            headers=headers,
         )
 
     @app.exception_handler(CapgateError)

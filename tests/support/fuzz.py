@@ -138,7 +138,10 @@ def fuzz_server(backend: str, database_url: str, workdir: Path) -> Iterator[Live
 def load_schema(server: LiveServer) -> Any:
     """The served OpenAPI document, every request sent to the server with the token."""
     config = schemathesis.Config()
-    schema = schemathesis.openapi.from_url(server.url + "/openapi.json", config=config)
+    # The schema is a read like any other: fetched with the token (registry.api.app).
+    schema = schemathesis.openapi.from_url(
+        server.url + "/openapi.json", config=config, headers=server.headers
+    )
     schema.config.update(base_url=server.url, headers=server.headers)
     return schema
 
