@@ -248,7 +248,9 @@ def test_unpinned_zones_are_refused_unless_the_overlay_gives_them(tmp_path: Path
         build(tmp_path, files, replicas_per_zone={"z-a": 2})
     # Led by the manifests' replicas: line, the overlay named second.
     assert "the manifests run 3 replicas, but the overlay places 2" in caught.value.one_line()
-    assert caught.value.source is not None and "deploy.yaml (document 0, line" in caught.value.source
+    assert (
+        caught.value.source is not None and "deploy.yaml (document 0, line" in caught.value.source
+    )
 
 
 def _hpa(metric: str) -> str:
@@ -403,7 +405,9 @@ def test_workloads_of_one_plan_must_serve_alike(tmp_path: Path) -> None:
 
 
 def test_nesting_deeper_than_records_allow_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "deep.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\ndeep: " + "[" * 70 + "]" * 70)
+    (tmp_path / "deep.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\ndeep: " + "[" * 70 + "]" * 70
+    )
     with pytest.raises(InvalidInput) as caught:
         plan_from_manifests([str(tmp_path / "deep.yaml")], workload=WORKLOAD, provider=PROVIDER)
     assert caught.value.source == f"{tmp_path / 'deep.yaml'} (document 0, line 3)"
