@@ -332,7 +332,11 @@ def _locate(
     below = [f for f in fields if _under(f, loc) and "." not in f.removeprefix(loc)[1:]]
     named = [f for f in below if f.rpartition(".")[2] in message] or below
     if named:
-        first, *others = sorted(named, key=lambda f: fields[f][1])
+        # Led by the field the message names first (max_replicas of "max_replicas (2) is
+        # below min_replicas (9)"), then by where they are written.
+        first, *others = sorted(
+            named, key=lambda f: (message.find(f.rpartition(".")[2]), fields[f][1])
+        )
         also = [f"{f} at {fields[f][1]}" for f in others]
         also += [
             f"{f} in the overlay at {overlay.at(f)}"
