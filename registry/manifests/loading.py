@@ -344,11 +344,6 @@ class Reading:
     notes: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
-    def refuse(self) -> None:
-        """Raise every problem found, if any, as one error."""
-        if self.problems:
-            raise ManifestErrors(self.problems)
-
 
 # Which (API group, kind) a caller reads: an undecodable document of another kind is
 # skipped with a note rather than refusing the manifests.
@@ -464,14 +459,6 @@ def _list_items(node: yaml.Node) -> list[yaml.Node] | None:
     return []
 
 
-def parse_manifests(text: str, file: str) -> Iterator[Manifest]:
-    """Every non-empty document of one file, in order; raises every problem found."""
-    reading = Reading()
-    _FileReader(file, reading, _read_all).read(text)
-    reading.refuse()
-    yield from reading.manifests
-
-
 def manifest_files(paths: Sequence[str], problems: list[Problem] | None = None) -> list[str]:
     """The files to read: each file as given, each folder's *.yaml / *.yml sorted.
 
@@ -551,12 +538,3 @@ def read_manifests(
         reading.manifests = kept
     return reading
 
-
-def load_manifests(
-    paths: Sequence[str], *, skip: Sequence[Path] = (), reads: ReadKinds = _read_all
-) -> tuple[list[Manifest], list[str]]:
-    """The Kubernetes manifests under ``paths`` and notes on what was left out; raises
-    every problem found (read_manifests) as one error."""
-    reading = read_manifests(paths, skip=skip, reads=reads)
-    reading.refuse()
-    return reading.manifests, reading.notes
