@@ -402,7 +402,7 @@ class _FileReader:
             self._unit(loader, unit, document)
 
     def _unit(self, loader: ManifestLoader, node: yaml.Node, document: int) -> None:
-        lines, _ = node_lines(node)
+        start = node.start_mark.line + 1
         found: list[tuple[int, str, str]] = []
         content: Any = None
         try:
@@ -411,21 +411,20 @@ class _FileReader:
                 content = loader.construct_document(node)
                 problems = document_problems(content)
         except yaml.YAMLError as exc:
-            line, message = _yaml_problem(exc, lines[""])
+            line, message = _yaml_problem(exc, start)
             found.append((line, "", message))
         except RecursionError:
-            found.append((lines[""], "", f"nested deeper than {MAX_DEPTH} levels"))
+            found.append((start, "", f"nested deeper than {MAX_DEPTH} levels"))
         else:
-            for problem in problems:
-                where = Manifest({}, self.file, document, lines).where(problem.loc)
-                found.append((where.line, problem.loc, problem.message))
+            if problems:
+                located = Manifest({}, self.file, document, node_lines(node)[0])
+                found += [(located.where(p.loc).line, p.loc, p.message) for p in problems]
         if not found and not isinstance(content, dict):
-            what = _type_name(content)
-            found.append((lines[""], "", f"a manifest must be a mapping, not {what}"))
+            found.append((start, "", f"a manifest must be a mapping, not {_type_name(content)}"))
         if found:
             self._undecodable(node, document, found)
             return
-        # Lines again: constructing merges ``<<: *anchor`` keys into the mapping.
+        # Lines once constructed: constructing merges ``<<: *anchor`` keys into the mapping.
         lines, text_lines = node_lines(node)
         self.reading.manifests.append(Manifest(content, self.file, document, lines, text_lines))
 
@@ -537,4 +536,3 @@ def read_manifests(
             kept.append(manifest)
         reading.manifests = kept
     return reading
-
