@@ -8,12 +8,12 @@ or from the caller. A required field stated by neither is an error that says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from registry.errors import FieldProblem, InvalidInput
+from registry.errors import InvalidInput
 from registry.manifests.identity import (
     identity_fields,
     refuse_unservable,
@@ -21,10 +21,18 @@ from registry.manifests.identity import (
     spot_notes,
     vllm_version,
 )
-from registry.manifests.loading import Manifest, Where, load_manifests
+from registry.manifests.loading import (
+    Manifest,
+    ManifestErrors,
+    Problem,
+    Where,
+    place,
+    problems_of,
+    read_manifests,
+)
 from registry.manifests.operators import no_workload, not_read
 from registry.manifests.operators import note as not_read_note
-from registry.manifests.overlay import merge
+from registry.manifests.overlay import Overlay, merge, read_overlay, shadowed
 from registry.manifests.pods import Fields, grace_period, pipeline_parallel, pre_stop, probes
 from registry.manifests.pods import serving_fields as flag_fields
 from registry.manifests.scaling import SCALER_KINDS, autoscaling, disruption_budget, hpa_floor
@@ -36,7 +44,7 @@ from registry.manifests.workloads import (
     serving_runtimes,
 )
 from registry.manifests.zones import ZONE_SPREAD, EvenSpread, ZonesUnknown, replicas_per_zone
-from registry.records.documents import load_document, validate_record
+from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
 
 # Kinds read besides the workloads; anything else (Services, ConfigMaps...) is noted.
@@ -49,6 +57,15 @@ CALLER_FIELDS = ("name", "workload", "provider")
 TOTAL_REPLICAS = "total_replicas"
 # Serving fields with a default in the plan schema: when nobody states them the plan
 # takes its default, while vLLM takes its own (which varies between versions).
+# Every kind read: a document of another kind that cannot be decoded is skipped with a note.
+READ_KINDS = frozenset({*WORKLOAD_KINDS, *RUNTIME_KINDS, *SCALER_KINDS, PDB})
+T = TypeVar("T")
+
+
+def reads(group: str, kind: str) -> bool:
+    return (group, kind) in READ_KINDS
+
+
 DEFAULTED = (
     "parallelism.tensor_parallel",
     "serving.block_size",
@@ -70,12 +87,18 @@ class ManifestPlan:
 
 def _same(fields: Fields, more: Fields, workload: ServingWorkload) -> None:
     """Workloads of one plan (one per zone, say) must serve with the same settings."""
-    for field, (value, where) in more.items():
-        if field in fields and fields[field][0] != value:
-            workload.pod.fail(
-                f"{field} is {value!r} at {where} but {fields[field][0]!r} at "
-                f"{fields[field][1]}: one plan serves with one configuration"
-            )
+    problems = [
+        Problem(
+            place(where),
+            field,
+            f"{value!r} here but {fields[field][0]!r} at {fields[field][1]}: one plan "
+            "serves with one configuration",
+        )
+        for field, (value, where) in more.items()
+        if field in fields and fields[field][0] != value
+    ]
+    if problems:
+        raise ManifestErrors(problems)
 
 
 def _workload_fields(workload: ServingWorkload, notes: list[str]) -> Fields:
@@ -111,7 +134,7 @@ def _workload_fields(workload: ServingWorkload, notes: list[str]) -> Fields:
 
 def _zones(
     workloads: list[ServingWorkload],
-    overlay: dict[str, Any] | None,
+    overlay: Overlay | None,
     notes: list[str],
 ) -> Fields:
     try:
@@ -122,23 +145,34 @@ def _zones(
             # still holds the plan's zones within one replica of each other.
             notes.append(f"replicas_per_zone not stated: {exc}")
             return {} if exc.spread is None else {ZONE_SPREAD: (1, exc.spread.constraint)}
-        given = overlay.get("replicas_per_zone")
+        # Led by the replicas: line, where the manifests say how many run.
+        replicas_at = place(workloads[0].replicas_at)
+        given = overlay.document.get("replicas_per_zone")
         if not isinstance(given, dict):
-            raise InvalidInput(
-                str(exc),
-                problems=[FieldProblem("replicas_per_zone", f"{exc}; give it in the overlay")],
+            in_overlay = f" ({overlay.file})" if overlay.file else ""
+            raise ManifestErrors(
+                [
+                    Problem(
+                        replicas_at,
+                        "replicas_per_zone",
+                        f"{exc}; give it in the overlay{in_overlay}",
+                    )
+                ]
             ) from None
         total = sum(w.replicas for w in workloads)
         # Non-integers are left for the plan's validation to name.
         placed = sum(v for v in given.values() if isinstance(v, int))
         if placed != total:
-            problem = f"the overlay places {placed} replicas, the manifests run {total}"
-            raise InvalidInput(
-                "the overlay disagrees with the manifests",
-                problems=[FieldProblem("replicas_per_zone", problem)],
-            ) from None
+            each = ""
+            if len(workloads) > 1:
+                each = " (" + ", ".join(f"{w.replicas} at {w.replicas_at}" for w in workloads) + ")"
+            problem = (
+                f"the manifests run {total} replicas{each}, but the overlay places {placed} "
+                f"({overlay.at('replicas_per_zone')})"
+            )
+            raise ManifestErrors([Problem(replicas_at, "replicas_per_zone", problem)]) from None
         if exc.spread is not None:
-            _check_spread(exc.spread, given)
+            _check_spread(exc.spread, given, overlay)
         notes.append(f"replicas_per_zone from the overlay: {exc}")
         return {}
     fields: Fields = {"replicas_per_zone": (counts, workloads[0].replicas_at)}
@@ -147,7 +181,7 @@ def _zones(
     return fields
 
 
-def _check_spread(spread: EvenSpread, given: dict[str, Any]) -> None:
+def _check_spread(spread: EvenSpread, given: dict[str, Any], overlay: Overlay) -> None:
     """The overlay names the zones; the manifests' hard spread fixes how many each runs."""
     counts = {zone: n for zone, n in given.items() if isinstance(n, int)}
     if not counts:
@@ -159,14 +193,12 @@ def _check_spread(spread: EvenSpread, given: dict[str, Any]) -> None:
     share = f"{fewest}" if fewest == most else f"{fewest} or {most}"
     placed = ", ".join(f"{zone}: {n}" for zone, n in off.items())
     problem = (
-        f"{spread.constraint}: the hard zone spread runs {spread.replicas} replicas within "
-        f"one of each other, {share} in each of the overlay's {len(counts)} zones, but "
-        f"the overlay places {placed}"
+        f"the hard zone spread runs {spread.replicas} replicas within one of each other, "
+        f"{share} in each of the overlay's {len(counts)} zones, but the overlay places "
+        f"{placed} ({overlay.at('replicas_per_zone')})"
     )
-    raise InvalidInput(
-        "the overlay disagrees with the manifests",
-        problems=[FieldProblem("replicas_per_zone", problem)],
-    )
+    # Led by the constraint: the manifests fix the share there.
+    raise ManifestErrors([Problem(place(spread.constraint), "replicas_per_zone", problem)])
 
 
 def _replicas(workload: ServingWorkload, hpas: list[Manifest], notes: list[str]) -> ServingWorkload:
@@ -182,35 +214,71 @@ def _replicas(workload: ServingWorkload, hpas: list[Manifest], notes: list[str])
     return replace(workload, replicas=floor.value, replicas_at=floor.where, replicas_stated=True)
 
 
-def manifest_fields(
-    manifests: list[Manifest], overlay: dict[str, Any] | None, notes: list[str]
-) -> Fields:
+def _collect(problems: list[Problem], read: Callable[..., T], *args: Any) -> tuple[bool, T | None]:
+    """``read(*args)``, or its problems added to ``problems``: reading goes on to find
+    them all."""
+    try:
+        return True, read(*args)
+    except InvalidInput as exc:
+        problems.extend(problems_of(exc))
+        return False, None
+
+
+def manifest_fields(manifests: list[Manifest], overlay: Overlay | None, notes: list[str]) -> Fields:
     """The plan fields the manifests state, each with its source. ``overlay`` None: no
     plan is being built, so zones the manifests leave unknown are just not stated."""
-    return _read(manifests, overlay, notes)[0]
+    problems: list[Problem] = []
+    fields = _read(manifests, overlay, notes, problems)[0]
+    if problems:
+        raise ManifestErrors(problems)
+    return fields
 
 
-def compared_fields(manifests: list[Manifest], notes: list[str]) -> Fields:
+def compared_fields(
+    manifests: list[Manifest], notes: list[str], problems: Sequence[Problem] = ()
+) -> Fields:
     """What the manifests state to compare with a plan: the plan fields they state and
     ``total_replicas``, the serving replicas they run in all, located at the first
     workload's ``replicas:`` (or the HPA ``minReplicas`` that stands in for it). The total
     is stated however the replicas spread, also when which zone runs how many is the
     scheduler's choice and ``replicas_per_zone`` is left unstated. And what they serve
-    (``provider.*``, registry.manifests.identity), for the provider the plan pins."""
-    fields, workloads = _read(manifests, None, notes)
+    (``provider.*``, registry.manifests.identity), for the provider the plan pins.
+
+    ``problems``: those found reading the files, raised with every one found here."""
+    found = list(problems)
+    fields, workloads = _read(manifests, None, notes, found)
+    if found:
+        raise ManifestErrors(found)
     fields[TOTAL_REPLICAS] = (sum(w.replicas for w in workloads), workloads[0].replicas_at)
     # What is served (model, image, accelerator, dtypes), compared with the provider.
     served: Fields = {}
     for workload in workloads:
-        more = identity_fields(workload)
-        _same(served, more, workload)
-        served.update({k: v for k, v in more.items() if k not in served})
+        ok, more = _collect(found, identity_fields, workload)
+        if ok and more is not None and _collect(found, _same, served, more, workload)[0]:
+            served.update({k: v for k, v in more.items() if k not in served})
+    if found:
+        raise ManifestErrors(found)
     return {**fields, **served}
 
 
+def read_compared(paths: Sequence[str]) -> tuple[Fields, list[str]]:
+    """compared_fields of the manifests under ``paths`` (every problem raised at once),
+    and the files they were read from."""
+    reading = read_manifests(paths, reads=reads)
+    fields = compared_fields(reading.manifests, [], reading.problems)
+    return fields, list(dict.fromkeys(m.file for m in reading.manifests))
+
+
 def _read(
-    manifests: list[Manifest], overlay: dict[str, Any] | None, notes: list[str]
+    manifests: list[Manifest],
+    overlay: Overlay | None,
+    notes: list[str],
+    problems: list[Problem],
 ) -> tuple[Fields, list[ServingWorkload]]:
+    """The fields and workloads read; every problem found is added to ``problems``, for
+    the caller to raise together. What spans documents (zones, a missing
+    workload) is judged only when every document read: a document left unread would
+    make it wrong."""
     workloads: list[ServingWorkload] = []
     hpas: list[Manifest] = []
     pdbs: list[Manifest] = []
@@ -219,7 +287,7 @@ def _read(
     for manifest in manifests:
         key = (manifest.api_group, manifest.kind)
         if key in WORKLOAD_KINDS:
-            workload = read_workload(manifest, notes, runtimes)
+            _, workload = _collect(problems, read_workload, manifest, notes, runtimes)
             if workload is not None:
                 workloads.append(workload)
         elif key in RUNTIME_KINDS:
@@ -235,17 +303,24 @@ def _read(
         else:
             notes.append(f"{manifest.file}: {manifest.title} ({key[0] or 'core'}) ignored")
     if not workloads:
+        if problems:
+            return {}, []  # no workload read: nothing else is judged
         raise no_workload(unread)
-    workloads = [_replicas(workload, hpas, notes) for workload in workloads]
+    every_document_read = not problems
+    replicated = [_collect(problems, _replicas, w, hpas, notes)[1] for w in workloads]
+    workloads = [workload for workload in replicated if workload is not None]
     fields: Fields = {}
     for workload in workloads:
-        more = _workload_fields(workload, notes)
-        _same(fields, more, workload)
-        fields.update({k: v for k, v in more.items() if k not in fields})
-    fields.update(_zones(workloads, overlay, notes))
-    scaling = autoscaling(hpas, workloads, notes)
-    fields.update(scaling)
-    fields.update(disruption_budget(pdbs, workloads))
+        ok, more = _collect(problems, _workload_fields, workload, notes)
+        if ok and more is not None and _collect(problems, _same, fields, more, workload)[0]:
+            fields.update({k: v for k, v in more.items() if k not in fields})
+    if every_document_read and not problems:
+        ok, zones = _collect(problems, _zones, workloads, overlay, notes)
+        fields.update(zones or {})
+    _, scaling = _collect(problems, autoscaling, hpas, workloads, notes)
+    fields.update(scaling or {})
+    _, budget = _collect(problems, disruption_budget, pdbs, workloads)
+    fields.update(budget or {})
     rollouts = [w.rollout_max_unavailable for w in workloads if w.rollout_max_unavailable]
     if rollouts:
         # Workloads roll out independently: at worst all at once.
@@ -253,16 +328,51 @@ def _read(
     return fields, workloads
 
 
-def _required_problems(error: InvalidInput, fields: Fields) -> list[FieldProblem]:
-    """A required field stated by neither the manifests nor the overlay says so."""
-    problems = []
-    for problem in error.problems:
-        if problem.message == "field required" and problem.loc not in fields:
-            flag = f" (or --{problem.loc})" if problem.loc in CALLER_FIELDS else ""
-            problems.append(FieldProblem(problem.loc, NOT_IN_MANIFESTS + flag))
-        else:
-            problems.append(problem)
-    return problems
+def _under(field: str, section: str) -> bool:
+    return not section or field == section or field.startswith(section + ".")
+
+
+def _locate(
+    loc: str,
+    message: str,
+    fields: Fields,
+    overlay: Overlay,
+    vllm_at: Where | None,
+) -> Problem:
+    """A problem of the merged plan, led by the file and line where the wrong value is
+    written: the manifests' when they state it, else the overlay's; the overlay is
+    mentioned second where it takes part."""
+    if message == "field required" and loc not in fields:
+        # Stated by neither: a serving flag belongs in the vLLM container's args.
+        flag = f" (or --{loc})" if loc in CALLER_FIELDS else ""
+        in_overlay = f" ({overlay.file})" if overlay.file else ""
+        if vllm_at is not None and loc.startswith(("serving.", "parallelism.")):
+            text = "not in the manifests (this vLLM container passes no such flag); give it"
+            return Problem(place(vllm_at), loc, f"{text} in the overlay{in_overlay}")
+        return Problem(overlay.place(loc), loc, f"{NOT_IN_MANIFESTS}{in_overlay}{flag}")
+    if loc in fields:
+        where = fields[loc][1]
+        if overlay.states(loc):
+            message += f" (the overlay's value at {overlay.at(loc)} is overridden)"
+        return Problem(place(where), loc, message)
+    # A rule across fields (a section's or the plan's): led by the manifest field it names.
+    below = [f for f in fields if _under(f, loc) and "." not in f.removeprefix(loc)[1:]]
+    named = [f for f in below if f.rpartition(".")[2] in message] or below
+    if named:
+        # Led by the field the message names first (max_replicas of "max_replicas (2) is
+        # below min_replicas (9)"), then by where they are written.
+        first, *others = sorted(
+            named, key=lambda f: (message.find(f.rpartition(".")[2]), fields[f][1])
+        )
+        also = [f"{f} at {fields[f][1]}" for f in others]
+        also += [
+            f"{f} in the overlay at {overlay.at(f)}"
+            for f in sorted(overlay.lines)
+            if _under(f, loc) and f not in fields and f.rpartition(".")[2] in message
+        ]
+        said = f" ({first} here; {', '.join(also)})" if also else f" ({first} here)"
+        return Problem(place(fields[first][1]), loc, message + said)
+    return Problem(overlay.place(loc) if overlay.states(loc) else None, loc, message)
 
 
 def _ordered(document: Any, validated: Any) -> Any:
@@ -289,13 +399,32 @@ def plan_from_manifests(
     field for one neither source states.
     """
     notes: list[str] = []
-    overlay_document = load_document(overlay) if overlay is not None else {}
-    manifests, skipped = load_manifests(paths, skip=[overlay] if overlay else [])
-    notes.extend(skipped)
-    fields = manifest_fields(manifests, overlay_document, notes)
+    problems: list[Problem] = []
+    _, read = _collect(problems, read_overlay, overlay)
+    overlay_read = read or Overlay()
+    reading = read_manifests(paths, skip=[overlay] if overlay else [], reads=reads)
+    notes.extend(reading.notes)
+    problems.extend(reading.problems)
+    if read is None:
+        # The overlay could not be read: the manifests' own problems too, but nothing
+        # that compares them with it.
+        _read(reading.manifests, None, notes, problems)
+        raise ManifestErrors(problems)
+    fields, workloads = _read(reading.manifests, overlay_read, notes, problems)
+    problems += [
+        Problem(
+            overlay_read.place(path),
+            path,
+            f"the overlay gives a value here, but the manifests state {field} "
+            f"({fields[field][1]}): give its fields, not a value",
+        )
+        for path, field in shadowed(fields, overlay_read)
+    ]
+    if problems:
+        raise ManifestErrors(problems)
     # Per-zone sources are reported; the plan field itself is the whole map.
     plan_fields = {k: v for k, v in fields.items() if not k.startswith("replicas_per_zone.")}
-    document = merge(plan_fields, overlay_document, notes)
+    document = merge(plan_fields, overlay_read.document, notes)
     for field, value in zip(CALLER_FIELDS, (name, workload, provider), strict=True):
         if value is not None:
             if field in document and document[field] != value:
@@ -304,10 +433,10 @@ def plan_from_manifests(
     try:
         record = validate_record(RecordKind.plan, document)
     except InvalidInput as exc:
-        problems = _required_problems(exc, fields)
-        first = fields.get(problems[0].loc) if problems else None
-        source = str(first[1]) if first else (str(overlay) if overlay else None)
-        raise InvalidInput(exc.message, problems=problems, source=source) from None
+        vllm_at = workloads[0].vllm.container.where if workloads else None
+        raise ManifestErrors(
+            [_locate(p.loc, p.message, fields, overlay_read, vllm_at) for p in exc.problems]
+        ) from None
     plan = record.model_dump(mode="json", exclude_unset=True)
     full = record.model_dump(mode="json")
     for field in DEFAULTED:

@@ -2,15 +2,17 @@
 
 Files, folders (every *.yaml / *.yml, sorted) or ``-`` for stdin (``helm template`` or
 ``kustomize build`` output), each holding any number of YAML documents. The documents
-are composed with the registry's strict loader (no aliases, no duplicate keys, bounded
-nesting) and each value keeps its line, so whatever is read from them can say where it
-came from and whatever is wrong names the file, the document and the line.
+are composed with the registry's YAML rules (no duplicate keys, bounded nesting) but with
+aliases, as kubectl applies them (their expansion bounded), and each value keeps its
+line, so whatever is read from them can say where it came from and whatever is wrong
+names the file, the document and the line. Reading goes on past a problem, so every
+problem of every file is reported at once.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -20,7 +22,7 @@ import yaml
 from registry.errors import FieldProblem, InvalidInput
 from registry.records.documents import (
     MAX_DEPTH,
-    StrictYamlLoader,
+    PlainLoader,
     document_problems,
     yaml_node_problems,
 )
@@ -164,19 +166,124 @@ class Node:
         return items
 
 
+class Problem(NamedTuple):
+    """One thing wrong in the manifests: where it is written (``file (document N, line
+    L)``; None when it is written nowhere), the field path and what is wrong."""
+
+    place: str | None
+    path: str
+    message: str
+
+    def located(self) -> str:
+        """``place: path`` (or either alone), as the problem's line starts."""
+        return ": ".join(part for part in (self.place, self.path) if part)
+
+
+def place(where: Where) -> str:
+    return f"{where.file} (document {where.document}, line {where.line})"
+
+
+class ManifestErrors(InvalidInput):
+    """Every problem found in the manifests, each leading with where it is written.
+
+    Shaped as the CLI prints an InvalidInput: ``source`` is the first problem's place
+    and its path the first problem's field; each further problem names its own place in
+    its ``loc``, so every line of ``capgate: error:`` says file, document and line.
+    """
+
+    def __init__(self, found: Sequence[Problem]) -> None:
+        first, *rest = found
+        problems = [FieldProblem(first.path, first.message)]
+        problems += [FieldProblem(p.located(), p.message) for p in rest]
+        super().__init__(first.message, problems=problems, source=first.place)
+        self.found = list(found)
+
+
+def problems_of(error: InvalidInput) -> list[Problem]:
+    """An error raised while reading, as the problems it holds (to collect them)."""
+    if isinstance(error, ManifestErrors):
+        return list(error.found)
+    if not error.problems:
+        return [Problem(error.source, "", error.message)]
+    first, *rest = error.problems
+    # Further problems of a plain InvalidInput are located by their path alone.
+    return [Problem(error.source, first.loc, first.message)] + [
+        Problem(None, p.loc, p.message) for p in rest
+    ]
+
+
 def invalid(where: Where, path: str, message: str) -> InvalidInput:
     """The one error every manifest problem becomes: file, document, line and field."""
-    return InvalidInput(
-        message,
-        problems=[FieldProblem(path, message)],
-        source=f"{where.file} (document {where.document}, line {where.line})",
-    )
+    return ManifestErrors([Problem(place(where), path, message)])
 
 
-def _lines(node: yaml.Node) -> tuple[dict[str, int], dict[str, int]]:
+class ManifestLoader(yaml.SafeLoader):
+    """The registry's YAML rules for manifests, but with aliases, which kubectl applies.
+
+    Timestamps stay strings, as in records. Aliases (``*name``) and merge keys
+    (``<<: *name``) are composed as PyYAML composes them, one node shared by every use,
+    and a document is refused (never expanded) when its aliases would add more than
+    MAX_ALIAS_EXPANSION values, or refer to themselves.
+    """
+
+
+ManifestLoader.yaml_implicit_resolvers = PlainLoader.yaml_implicit_resolvers
+
+# What aliases may add to one document, expanded: a billion-laughs document (a few
+# lines that expand to 10^9 values) is refused before anything walks it. Ten times a
+# large manifest, far below what exhausts memory.
+MAX_ALIAS_EXPANSION = 100_000
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _alias_problem(root: yaml.Node) -> str | None:
+    """Why the aliases of a document are refused, or None.
+
+    Counts the values of the document expanded, each shared node once per use, without
+    expanding it: sizes are summed over the node graph, each node's once.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        key = id(node)
+        if closing:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
+        if key in sizes:
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_nodes:
+                return "an alias refers to the node that holds it (a recursive alias)"
+            if id(child) not in sizes:
+                stack.append((child, False))
+    added = sizes[id(root)] - len(sizes)
+    if added > MAX_ALIAS_EXPANSION:
+        return (
+            f"aliases expand this document by {added} values, more than the "
+            f"{MAX_ALIAS_EXPANSION} allowed (the bound on alias expansion)"
+        )
+    return None
+
+
+def node_lines(node: yaml.Node) -> tuple[dict[str, int], dict[str, int]]:
     """The 1-based line of every field path: a key's line for mapping values (where
     ``replicas: 9`` is written), the item's own line for list items; and where the
-    text of each block scalar starts."""
+    text of each block scalar starts.
+
+    A value given by an alias is located at its anchor, where it is written: an anchor
+    precedes its aliases, so a value that starts before its key is an alias's."""
     lines = {"": node.start_mark.line + 1}
     text_lines: dict[str, int] = {}
     stack: list[tuple[str, yaml.Node]] = [("", node)]
@@ -187,7 +294,10 @@ def _lines(node: yaml.Node) -> tuple[dict[str, int], dict[str, int]]:
         elif isinstance(current, yaml.MappingNode):
             for key_node, value_node in current.value:
                 child = _join(path, str(key_node.value))
-                lines[child] = key_node.start_mark.line + 1
+                mark = key_node.start_mark
+                if value_node.start_mark.index < mark.index:
+                    mark = value_node.start_mark
+                lines[child] = mark.line + 1
                 stack.append((child, value_node))
         elif isinstance(current, yaml.SequenceNode):
             for index, item in enumerate(current.value):
@@ -197,84 +307,164 @@ def _lines(node: yaml.Node) -> tuple[dict[str, int], dict[str, int]]:
     return lines, text_lines
 
 
-def _yaml_error(file: str, document: int, exc: yaml.YAMLError) -> InvalidInput:
+def _yaml_problem(exc: yaml.YAMLError, default_line: int) -> tuple[int, str]:
     mark = getattr(exc, "problem_mark", None)
-    line = mark.line + 1 if mark is not None else 1
+    line = mark.line + 1 if mark is not None else default_line
     problem = getattr(exc, "problem", None) or str(exc)
-    where = Where(file, document, line)
-    return invalid(where, "", f"not valid YAML: {problem}")
+    return line, f"not valid YAML: {problem}"
 
 
-def _expand_lists(manifest: Manifest) -> Iterator[Manifest]:
-    """``kind: List`` (what ``kubectl get -o yaml`` writes) holds manifests in ``items``."""
-    if manifest.kind != "List":
-        yield manifest
-        return
-    for item in manifest.root.items("items"):
-        if not isinstance(item.value, dict):
-            item.fail("must be a mapping (a manifest)")
-        prefix = item.path + "."
-        lines = {
-            k.removeprefix(prefix): v for k, v in manifest.lines.items() if k.startswith(prefix)
-        }
-        lines[""] = manifest.lines[item.path]
-        text_lines = {
-            k.removeprefix(prefix): line
-            for k, line in manifest.text_lines.items()
-            if k.startswith(prefix)
-        }
-        yield Manifest(item.value, manifest.file, manifest.document, lines, text_lines)
+def _scalar_field(node: yaml.Node, key: str) -> str:
+    """A top-level scalar of a composed document (kind, apiVersion), constructed or not."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if (
+                isinstance(key_node, yaml.ScalarNode)
+                and key_node.value == key
+                and isinstance(value_node, yaml.ScalarNode)
+            ):
+                return str(value_node.value)
+    return ""
 
 
-def parse_manifests(text: str, file: str) -> Iterator[Manifest]:
-    """Every non-empty document of one file, in order."""
-    loader = StrictYamlLoader(text)
-    document = 0
-    try:
-        while True:
-            try:
-                if not loader.check_node():
-                    return
-                node = loader.get_node()
-            except yaml.YAMLError as exc:
-                raise _yaml_error(file, document, exc) from None
-            except RecursionError:
-                raise invalid(
-                    Where(file, document, 1), "", f"nested deeper than {MAX_DEPTH} levels"
-                ) from None
-            if node is not None:
-                yield from _expand_lists(_manifest(loader, node, file, document))
-            document += 1
-    finally:
-        loader.dispose()
+def _metadata_name(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == "metadata":
+                return _scalar_field(value_node, "name")
+    return ""
 
 
-def _manifest(loader: Any, node: yaml.Node, file: str, document: int) -> Manifest:
-    lines, text_lines = _lines(node)
-    problems = yaml_node_problems(node)
-    content: Any = None
-    if not problems:
+@dataclass
+class Reading:
+    """What was read from the manifests: the documents, notes on what was left out,
+    and every problem found (reading goes on past a problem, to report them all)."""
+
+    manifests: list[Manifest] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+# Which (API group, kind) a caller reads: an undecodable document of another kind is
+# skipped with a note rather than refusing the manifests.
+ReadKinds = Callable[[str, str], bool]
+
+
+def _read_all(group: str, kind: str) -> bool:
+    return True
+
+
+class _FileReader:
+    """The documents of one file, each decoded on its own: a document that cannot be
+    decoded is a problem (or, of a kind nobody reads, a note) and the next is read."""
+
+    def __init__(self, file: str, reading: Reading, reads: ReadKinds) -> None:
+        self.file = file
+        self.reading = reading
+        self.reads = reads
+
+    def read(self, text: str) -> None:
+        loader = ManifestLoader(text)
+        document = 0
         try:
-            content = loader.construct_document(node)
+            while True:
+                try:
+                    if not loader.check_node():
+                        return
+                    node = loader.get_node()
+                except yaml.YAMLError as exc:
+                    # The scanner or parser cannot get past this: nothing after it in the
+                    # file can be read, so one problem for the file, no more.
+                    line, message = _yaml_problem(exc, 1)
+                    self._problem(document, line, "", message)
+                    return
+                except RecursionError:
+                    self._problem(document, 1, "", f"nested deeper than {MAX_DEPTH} levels")
+                    return
+                if node is not None:
+                    self._document(loader, node, document)
+                document += 1
+        finally:
+            loader.dispose()
+
+    def _problem(self, document: int, line: int, path: str, message: str) -> None:
+        where = Where(self.file, document, line)
+        self.reading.problems.append(Problem(place(where), path, message))
+
+    def _document(self, loader: ManifestLoader, node: yaml.Node, document: int) -> None:
+        why = _alias_problem(node)
+        if why is not None:
+            # Refused whatever its kind: walking it at all is the danger.
+            self._problem(document, node.start_mark.line + 1, "", why)
+            return
+        items = _list_items(node)
+        for unit in [node] if items is None else items:
+            self._unit(loader, unit, document)
+
+    def _unit(self, loader: ManifestLoader, node: yaml.Node, document: int) -> None:
+        start = node.start_mark.line + 1
+        found: list[tuple[int, str, str]] = []
+        content: Any = None
+        try:
+            problems = yaml_node_problems(node)
+            if not problems:
+                content = loader.construct_document(node)
+                problems = document_problems(content)
         except yaml.YAMLError as exc:
-            raise _yaml_error(file, document, exc) from None
-        problems = document_problems(content)
-    if problems:
-        first = problems[0]
-        where = Manifest({}, file, document, lines).where(first.loc)
-        raise invalid(where, first.loc, first.message)
-    if not isinstance(content, dict):
-        raise invalid(
-            Where(file, document, lines[""]),
-            "",
-            f"a manifest must be a mapping, not {_type_name(content)}",
-        )
-    return Manifest(content, file, document, lines, text_lines)
+            line, message = _yaml_problem(exc, start)
+            found.append((line, "", message))
+        except RecursionError:
+            found.append((start, "", f"nested deeper than {MAX_DEPTH} levels"))
+        else:
+            if problems:
+                located = Manifest({}, self.file, document, node_lines(node)[0])
+                found += [(located.where(p.loc).line, p.loc, p.message) for p in problems]
+        if not found and not isinstance(content, dict):
+            found.append((start, "", f"a manifest must be a mapping, not {_type_name(content)}"))
+        if found:
+            self._undecodable(node, document, found)
+            return
+        # Lines once constructed: constructing merges ``<<: *anchor`` keys into the mapping.
+        lines, text_lines = node_lines(node)
+        self.reading.manifests.append(Manifest(content, self.file, document, lines, text_lines))
+
+    def _undecodable(
+        self, node: yaml.Node, document: int, found: list[tuple[int, str, str]]
+    ) -> None:
+        kind = _scalar_field(node, "kind")
+        version = _scalar_field(node, "apiVersion")
+        if kind and version and not self.reads(version.rpartition("/")[0], kind):
+            line, path, message = found[0]
+            title = f"{kind} {_metadata_name(node)}".strip()
+            group = version.rpartition("/")[0] or "core"
+            what = f"{path}: {message}" if path else message
+            self.reading.notes.append(
+                f"{self.file} (document {document}, line {line}): {title} ({group}) "
+                f"skipped: capgate does not read this kind, and it cannot be decoded ({what})"
+            )
+            return
+        for line, path, message in found:
+            self._problem(document, line, path, message)
 
 
-def manifest_files(paths: Sequence[str]) -> list[str]:
-    """The files to read: each file as given, each folder's *.yaml / *.yml sorted."""
+def _list_items(node: yaml.Node) -> list[yaml.Node] | None:
+    """The item nodes of a ``kind: List`` (what ``kubectl get -o yaml`` writes), each
+    read as a manifest of its own; None for any other document."""
+    if _scalar_field(node, "kind") != "List" or not isinstance(node, yaml.MappingNode):
+        return None
+    for key_node, value_node in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.value == "items":
+            return list(value_node.value) if isinstance(value_node, yaml.SequenceNode) else []
+    return []
+
+
+def manifest_files(paths: Sequence[str], problems: list[Problem] | None = None) -> list[str]:
+    """The files to read: each file as given, each folder's *.yaml / *.yml sorted.
+
+    A path that names nothing to read is a problem: added to ``problems`` when given (to
+    report with every other), raised otherwise."""
     files: list[str] = []
+    found_problems: list[Problem] = []
     for given in paths:
         if given == STDIN:
             files.append(STDIN)
@@ -285,14 +475,19 @@ def manifest_files(paths: Sequence[str]) -> list[str]:
                 p for p in path.iterdir() if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES
             )
             if not found:
-                raise InvalidInput(f"no *.yaml or *.yml file in {given}", source=given)
+                found_problems.append(Problem(given, "", f"no *.yaml or *.yml file in {given}"))
             files.extend(str(p) for p in found)
         elif path.is_file():
             files.append(str(path))
         else:
-            raise InvalidInput("file not found", source=given)
+            found_problems.append(Problem(given, "", "file not found"))
     if files.count(STDIN) > 1:
-        raise InvalidInput("stdin (-) can be read only once")
+        found_problems.append(Problem(None, "", "stdin (-) can be read only once"))
+    if problems is None:
+        if found_problems:
+            raise ManifestErrors(found_problems)
+    else:
+        problems.extend(found_problems)
     return files
 
 
@@ -305,28 +500,39 @@ def read_text(file: str) -> str:
         raise InvalidInput(f"cannot read file: {exc}", source=file) from None
 
 
-def load_manifests(
-    paths: Sequence[str], *, skip: Sequence[Path] = ()
-) -> tuple[list[Manifest], list[str]]:
-    """The Kubernetes manifests under ``paths``, and notes on what was left out.
+def read_manifests(
+    paths: Sequence[str], *, skip: Sequence[Path] = (), reads: ReadKinds = _read_all
+) -> Reading:
+    """Every manifest under ``paths``, notes on what was left out, and every problem.
 
     Documents without ``apiVersion`` and ``kind`` (an overlay kept beside the manifests,
     a values file) are not manifests: they are skipped with a note. Files in ``skip``
-    (the overlay itself) are not read at all.
+    (the overlay itself) are not read at all. A document that cannot be decoded is a
+    problem, unless its kind is one ``reads`` says no: then it is skipped with a note.
+    A file that cannot be read, or whose YAML cannot be parsed past some point, is one
+    problem: the documents after it are not guessed at.
     """
     skipped = {p.resolve() for p in skip}
-    manifests: list[Manifest] = []
-    notes: list[str] = []
-    for file in manifest_files(paths):
+    reading = Reading()
+    for file in manifest_files(paths, reading.problems):
         if file != STDIN and Path(file).resolve() in skipped:
             continue
         name = STDIN_NAME if file == STDIN else file
-        for manifest in parse_manifests(read_text(file), name):
+        try:
+            text = read_text(file)
+        except InvalidInput as exc:
+            reading.problems.extend(problems_of(exc))
+            continue
+        before = len(reading.manifests)
+        _FileReader(name, reading, reads).read(text)
+        kept = reading.manifests[:before]
+        for manifest in reading.manifests[before:]:
             if "kind" not in manifest.content or "apiVersion" not in manifest.content:
-                notes.append(
+                reading.notes.append(
                     f"{name} document {manifest.document}: no apiVersion and kind, "
                     "not a manifest; skipped"
                 )
                 continue
-            manifests.append(manifest)
-    return manifests, notes
+            kept.append(manifest)
+        reading.manifests = kept
+    return reading

@@ -4,9 +4,62 @@ field both state is taken from the manifests, and a note says so."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from pathlib import Path
 from typing import Any
 
-from registry.manifests.loading import Where
+import yaml
+
+from registry.manifests.loading import Where, node_lines
+from registry.records.documents import PlainLoader, load_document
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """The overlay's content and the line of each of its fields, so a problem with a
+    value it gives names where it is written."""
+
+    document: dict[str, Any] = dataclass_field(default_factory=dict)
+    file: str | None = None
+    lines: dict[str, int] = dataclass_field(default_factory=dict)
+
+    def line(self, path: str) -> int | None:
+        """The line of ``path`` or of its nearest parent the overlay states; None when
+        it states none of them."""
+        while path not in self.lines and path:
+            path = path.rpartition(".")[0]
+        return self.lines.get(path) if path else None
+
+    def states(self, path: str) -> bool:
+        return self.file is not None and path in self.lines
+
+    def place(self, path: str) -> str | None:
+        """``overlay.yaml (line N)``, where ``path`` (or its section) is written."""
+        if self.file is None:
+            return None
+        line = self.line(path)
+        return self.file if line is None else f"{self.file} (line {line})"
+
+    def at(self, path: str) -> str:
+        """``overlay.yaml:N``: the overlay where it is mentioned second."""
+        line = self.line(path)
+        return f"{self.file}:{line}" if line is not None else str(self.file)
+
+
+def read_overlay(path: Path | None) -> Overlay:
+    """The overlay file, read with the record rules (a plan fragment), and its lines."""
+    if path is None:
+        return Overlay()
+    document = load_document(path)  # refuses what a record file may not hold
+    loader = PlainLoader(path.read_text(encoding="utf-8"))
+    try:
+        node = loader.get_single_node()
+    finally:
+        loader.dispose()
+    lines = node_lines(node)[0] if isinstance(node, yaml.Node) else {}
+    lines.pop("", None)
+    return Overlay(document, str(path), lines)
 
 
 def _leaves(document: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -59,3 +112,17 @@ def merge(
     # One note per field, however many overlay leaves it covered.
     notes[:] = list(dict.fromkeys(notes))
     return document
+
+
+def shadowed(fields: dict[str, tuple[Any, Where]], overlay: Overlay) -> list[tuple[str, str]]:
+    """Overlay values that are not sections but hold manifest fields below them
+    (``serving: 5`` beside ``--max-num-seqs``): the merge would drop them unsaid. Each
+    as (overlay path, the manifest field under it)."""
+    found = []
+    for path, value in _leaves(overlay.document).items():
+        if isinstance(value, dict):
+            continue
+        below = next((f for f in fields if f.startswith(path + ".")), None)
+        if below is not None:
+            found.append((path, below))
+    return found

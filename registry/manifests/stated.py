@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from registry.manifests.from_manifests import compared_fields
-from registry.manifests.loading import STDIN_NAME, load_manifests
+from registry.manifests.from_manifests import read_compared
+from registry.manifests.loading import STDIN_NAME
 
 
 def stated_document(paths: Sequence[str]) -> dict[str, Any]:
@@ -26,8 +26,7 @@ def stated_document(paths: Sequence[str]) -> dict[str, Any]:
     Raises InvalidInput naming file, document and line for a manifest that cannot be
     read, as `plan from-manifests` does; needs no overlay.
     """
-    manifests, _ = load_manifests(paths)
-    fields = compared_fields(manifests, [])
+    fields, files = read_compared(paths)
     stated: dict[str, dict[str, Any]] = {}
     for name, (value, where) in sorted(fields.items()):
         if isinstance(value, dict | list):
@@ -38,7 +37,7 @@ def stated_document(paths: Sequence[str]) -> dict[str, Any]:
             "document": where.document,
             "line": where.line,
         }
-    return {"fields": stated, "files": _digests(m.file for m in manifests)}
+    return {"fields": stated, "files": _digests(files)}
 
 
 def _digests(files: Iterable[str]) -> dict[str, str]:

@@ -246,7 +246,11 @@ def test_unpinned_zones_are_refused_unless_the_overlay_gives_them(tmp_path: Path
     assert result.document["replicas_per_zone"] == {"z-a": 1, "z-b": 2}
     with pytest.raises(InvalidInput) as caught:
         build(tmp_path, files, replicas_per_zone={"z-a": 2})
-    assert "the overlay places 2 replicas, the manifests run 3" in caught.value.one_line()
+    # Led by the manifests' replicas: line, the overlay named second.
+    assert "the manifests run 3 replicas, but the overlay places 2" in caught.value.one_line()
+    assert (
+        caught.value.source is not None and "deploy.yaml (document 0, line" in caught.value.source
+    )
 
 
 def _hpa(metric: str) -> str:
@@ -315,11 +319,15 @@ spec:
             7,
             "must be a list",
         ),
-        ("kind: Service\napiVersion: v1\nkind: Pod\n", "kind", 3, "duplicate key"),
-        ("a: &x 1\nb: *x\n", "", 2, "aliases"),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\nmetadata: {name: b}\n",
+            "metadata",
+            4,
+            "duplicate key",
+        ),
         ("apiVersion: v1\nkind: [unclosed\n", "", 3, "not valid YAML"),
     ],
-    ids=["wrong-type", "containers-not-a-list", "duplicate-key", "alias", "invalid-yaml"],
+    ids=["wrong-type", "containers-not-a-list", "duplicate-key", "invalid-yaml"],
 )
 def test_bad_manifests_name_file_document_line_and_field(
     tmp_path: Path, text: str, field: str, line: int, message: str
@@ -337,9 +345,9 @@ def test_bad_manifests_name_file_document_line_and_field(
 def test_a_field_neither_states_is_asked_of_the_overlay(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as caught:
         build(tmp_path, {"deploy.yaml": deployment(VLLM)}, serving={"max_model_len": 4096})
-    assert str(caught.value.problems[0]) == (
-        "serving.max_num_batched_tokens: not in the manifests; give it in the overlay"
-    )
+    assert caught.value.problems[0].loc == "serving.max_num_batched_tokens"
+    assert caught.value.problems[0].message.startswith("not in the manifests")
+    assert "give it in the overlay" in caught.value.problems[0].message
 
 
 def test_manifests_win_over_the_overlay_with_a_note(tmp_path: Path) -> None:
@@ -397,7 +405,9 @@ def test_workloads_of_one_plan_must_serve_alike(tmp_path: Path) -> None:
 
 
 def test_nesting_deeper_than_records_allow_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "deep.yaml").write_text("apiVersion: v1\nkind: Pod\ndeep: " + "[" * 70 + "]" * 70)
+    (tmp_path / "deep.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\ndeep: " + "[" * 70 + "]" * 70
+    )
     with pytest.raises(InvalidInput) as caught:
         plan_from_manifests([str(tmp_path / "deep.yaml")], workload=WORKLOAD, provider=PROVIDER)
     assert caught.value.source == f"{tmp_path / 'deep.yaml'} (document 0, line 3)"

@@ -123,9 +123,11 @@ def test_fail_from_manifests_refuses_overlay_zones_the_spread_cannot_run(tmp_pat
     manifest = tmp_path / "k8s" / "deploy.yaml"
     assert problem.loc == "replicas_per_zone"
     # The manifest's own file and line lead: that is where the spread is written.
-    assert problem.message.startswith(f"{manifest}:{line_of(manifest, 'maxSkew: 1')} ")
-    assert "3 in each of the overlay's 3 zones, but the overlay places z-a: 4, z-c: 2" in (
-        problem.message
+    line = line_of(manifest, "maxSkew: 1")
+    assert caught.value.source == f"{manifest} (document 0, line {line})"
+    assert problem.message == (
+        "the hard zone spread runs 9 replicas within one of each other, 3 in each of the "
+        f"overlay's 3 zones, but the overlay places z-a: 4, z-c: 2 ({tmp_path / 'overlay.yaml'}:2)"
     )
     result = build(tmp_path, files, replicas_per_zone={"z-a": 3, "z-b": 3, "z-c": 3})
     assert result.document["replicas_per_zone"] == {"z-a": 3, "z-b": 3, "z-c": 3}
