@@ -205,7 +205,7 @@ def choose(
     if asked is not None:
         newer, count = _newer(session, asked, current_revision)
         return asked.id, DecisionChoice(
-            DecisionRef.of(asked), "the decision asked for (--decision)", newer, count
+            DecisionRef.of(asked), "the decision asked for", newer, count
         )
     if principal is not None:
         page = list_decisions(

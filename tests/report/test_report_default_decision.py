@@ -107,7 +107,7 @@ def test_the_release_report_shows_the_pipelines_decision_and_names_the_newer_che
     result, text = report(capgate, tmp_path, "--decision", str(bob["id"]))
     assert result.stdout.startswith(f"DENY {PLAN}@v1")
     assert f"decision {bob['id']} (DENY)" in flat(text)
-    assert "the decision asked for (--decision)" in flat(text)
+    assert "by bob: the decision asked for." in flat(text)
     assert "A newer decision" not in flat(text)
     result, text = report(capgate, tmp_path, "--principal", "bob")
     assert result.stdout.startswith(f"DENY {PLAN}@v1")
