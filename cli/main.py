@@ -306,43 +306,86 @@ SERVER_MODULES = frozenset(
 
 
 def run() -> None:
-    """Console entry point: maps capgate's errors to one line and an exit code."""
-    # Typer runs in standalone mode: it shows its own usage errors and exits (2) itself,
-    # so whatever reaches the handler below is capgate's.
+    """Console entry point: maps capgate's errors to one line and an exit code (one JSON
+    object on stderr when the command line asks for JSON: cli.output)."""
+    from cli.output import ask_json_errors, json_asked_in
+
+    args = sys.argv[1:]
+    as_json = json_asked_in(args)
+    ask_json_errors(as_json)
     try:
         # Named, not taken from argv[0]: usage lines and the completion script say
         # `capgate` however it was started (`python -m cli.main` in the tests).
-        _app_for(sys.argv[1:])(prog_name="capgate")
+        if not as_json:
+            # Typer runs in standalone mode: it shows its own usage errors and exits (2)
+            # itself, so whatever reaches the handlers below is capgate's.
+            _app_for(args)(prog_name="capgate")
+        else:
+            # Usage errors come back here, to be said in JSON too; an exit code is returned.
+            code = _app_for(args)(prog_name="capgate", standalone_mode=False)
+            sys.exit(code if isinstance(code, int) else 0)
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in SERVER_MODULES:
             raise
-        print(
-            f"capgate: error: this command needs capgate's server dependencies (no module "
-            f"{exc.name!r}): pip install 'capgate[server]'; the bare package runs only "
+        _error(
+            "MissingDependency",
+            f"this command needs capgate's server dependencies (no module {exc.name!r}): "
+            "pip install 'capgate[server]'; the bare package runs only "
             "`capgate gate check PLAN --server URL`",
-            file=sys.stderr,
+            as_json,
         )
         sys.exit(2)
-    except Exception as exc:
-        from registry.errors import CapgateError, InvalidInput
+    except typer.Abort:
+        # Only without standalone mode (as_json): Ctrl-D at a prompt, as typer exits.
+        _error("Aborted", "aborted", as_json, code=1)
+        sys.exit(1)
+    except typer.TyperException as exc:
+        # Only without standalone mode (as_json): a usage error, e.g. an unknown option.
+        from cli.output import error_document, print_error_document
 
-        if isinstance(exc, InvalidInput):
-            print(f"capgate: error: {exc.one_line()}", file=sys.stderr)
-            # Every further problem too, one per line: a record is fixed in one round.
-            for problem in exc.problems[1:]:
-                print(f"  {problem}", file=sys.stderr)
-            sys.exit(exc.exit_code)
+        param = getattr(exc, "param", None)
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+        loc = opts[0] if opts else getattr(param, "human_readable_name", "") or ""
+        problems = [(loc, exc.message)] if param is not None else []
+        print_error_document(
+            error_document(
+                "UsageError", exc.format_message(), exit_code=exc.exit_code, problems=problems
+            )
+        )
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        from cli.output import report_error
+        from registry.errors import CapgateError
+
         if isinstance(exc, CapgateError):
-            print(f"capgate: error: {exc.message}", file=sys.stderr)
+            report_error(exc)
             sys.exit(exc.exit_code)
         if os.environ.get("CAPGATE_DEBUG"):
             raise
-        print(
-            f"capgate: internal error: {type(exc).__name__}: {exc} "
-            "(set CAPGATE_DEBUG=1 for a traceback)",
-            file=sys.stderr,
+        _error(
+            "InternalError",
+            f"{type(exc).__name__}: {exc} (set CAPGATE_DEBUG=1 for a traceback)",
+            as_json,
+            text_prefix="capgate: internal error: ",
         )
         sys.exit(2)
+
+
+def _error(
+    kind: str,
+    message: str,
+    as_json: bool,
+    *,
+    code: int = 2,
+    text_prefix: str = "capgate: error: ",
+) -> None:
+    """An error that is no CapgateError, as text or (``as_json``) as cli.output's JSON."""
+    from cli.output import error_document, print_error_document
+
+    if as_json:
+        print_error_document(error_document(kind, message, exit_code=code))
+    else:
+        print(f"{text_prefix}{message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 A report is read-only: it never runs a gate check and never stores a recomputation. It is
 about one plan version and, when there is one, one decision on it (the one asked for, else
-the plan version's latest):
+the latest by the principal asked for, else the latest by a release pipeline's principal
+where the registry knows roles, else the latest: registry.report.choice, which also says
+why and names a newer decision):
 
 - with a decision, the evidence is listed as the gate saw it (the decision's stored input,
   re-hashed against its digest) beside what it is now, and the recomputation is the one
@@ -22,9 +24,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
+from registry.auth.config import AuthConfig
 from registry.errors import FieldProblem, InvalidInput
 from registry.gate.context import EvidenceItem, PlanContext, load_plan_context
-from registry.gate.service import get_decision_with_input, list_decisions
+from registry.gate.service import get_decision_with_input
 from registry.gate.views import DecisionView
 from registry.planner.result import PlanRecomputation
 from registry.records import service
@@ -34,6 +37,7 @@ from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.references import parse_ref, pinned
 from registry.records.workload import WorkloadProfile
+from registry.report.choice import DecisionChoice, choose, refuse_both
 from registry.report.trail import TrailEvent, decision_event, recomputation_event, record_event
 from registry.sizing.service import (
     DEFAULT_SEED,
@@ -108,6 +112,8 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     # What else the decision weighed, as (what, in words): manifests, production.
     weighed: list[tuple[str, str]] = field(default_factory=list)
+    # Which decision this is and why, and a newer one by another principal (None: no decision).
+    choice: DecisionChoice | None = None
 
     @property
     def verdict(self) -> str:
@@ -116,35 +122,54 @@ class ReportData:
 
 
 def _pick_decision(
-    session: Session, plan_ref: str, decision_id: str | None, current_revision: str | None
-) -> tuple[DecisionView, dict[str, Any]] | None:
-    """The decision the report is about: ``decision_id`` (which must be about ``plan_ref``),
-    else the plan version's latest, else None."""
+    session: Session,
+    plan_ref: str,
+    decision_id: str | None,
+    current_revision: str | None,
+    principal: str | None,
+    auth_config: AuthConfig | None,
+) -> tuple[DecisionView, dict[str, Any], DecisionChoice] | None:
+    """The decision the report is about (registry.report.choice): ``decision_id`` (which
+    must be about ``plan_ref``), else ``principal``'s latest on the plan version, else the
+    latest by a pipeline principal where roles are known, else the latest; None without
+    any."""
+    refuse_both(decision_id, principal)
     repo = RecordRepository(session)
     plan_row = service.resolve(repo, RecordKind.plan, plan_ref, loc="plan")
     plan_pinned = pinned(plan_row.name, plan_row.version)
-    if decision_id is None:
-        page = list_decisions(session, plan=plan_pinned, limit=1)
-        if not page.items:
-            return None
-        decision_id = page.items[0].id
-    view, document = get_decision_with_input(
-        session, decision_id, current_revision=current_revision
-    )
-    ref = parse_ref(plan_ref, loc="plan")
-    name = view.plan.rsplit("@v", 1)[0]
-    pinned_only = ref.version is not None or ref.digest is not None
-    if (pinned_only and view.plan != plan_pinned) or name != plan_row.name:
-        raise InvalidInput(
-            "decision is about another plan",
-            problems=[
-                FieldProblem(
-                    "decision",
-                    f"decision {decision_id} is about {view.plan}, not {plan_ref}",
-                )
-            ],
+    asked: DecisionView | None = None
+    document: dict[str, Any] = {}
+    if decision_id is not None:
+        asked, document = get_decision_with_input(
+            session, decision_id, current_revision=current_revision
         )
-    return view, document
+        ref = parse_ref(plan_ref, loc="plan")
+        name = asked.plan.rsplit("@v", 1)[0]
+        pinned_only = ref.version is not None or ref.digest is not None
+        if (pinned_only and asked.plan != plan_pinned) or name != plan_row.name:
+            raise InvalidInput(
+                "decision is about another plan",
+                problems=[
+                    FieldProblem(
+                        "decision",
+                        f"decision {decision_id} is about {asked.plan}, not {plan_ref}",
+                    )
+                ],
+            )
+    chosen_id, choice = choose(
+        session,
+        plan_pinned=plan_pinned,
+        asked=asked,
+        principal=principal,
+        auth_config=auth_config,
+        current_revision=current_revision,
+    )
+    if chosen_id is None or choice is None:
+        return None
+    if asked is not None:
+        return asked, document, choice
+    view, document = get_decision_with_input(session, chosen_id, current_revision=current_revision)
+    return view, document, choice
 
 
 def _calibration_use(name: str, fresh: bool, result: PlanRecomputation | None) -> str:
@@ -313,18 +338,28 @@ def gather(
     limits: StalenessThresholds,
     current_revision: str | None = None,
     compute_missing: bool = True,
+    principal: str | None = None,
+    auth_config: AuthConfig | None = None,
 ) -> ReportData:
     """Read what the report on ``plan_ref`` (and ``decision_id``) shows.
 
-    Raises NotFound for an unknown plan or decision and InvalidInput for a decision about
-    another plan. ``compute_missing``: without a decision or a stored recomputation for the
-    plan's current inputs, run the planner here (nothing is stored); else report none.
+    Without ``decision_id``: ``principal``'s latest decision on the plan version, else the
+    latest by a principal holding the pipeline role (API tokens, ``auth_config``), else the
+    latest (registry.report.choice); ReportData.choice says which and why.
+
+    Raises NotFound for an unknown plan or decision (or a principal without a decision on
+    the plan version) and InvalidInput for a decision about another plan, or for both a
+    decision and a principal. ``compute_missing``: without a decision or a stored
+    recomputation for the plan's current inputs, run the planner here (nothing is
+    stored); else report none.
     """
     recomputed: Recomputed | None = None
     notes: list[str] = []
     with database.reading() as session:
-        picked = _pick_decision(session, plan_ref, decision_id, current_revision)
-        decision, document = picked if picked is not None else (None, {})
+        picked = _pick_decision(
+            session, plan_ref, decision_id, current_revision, principal, auth_config
+        )
+        decision, document, choice = picked if picked is not None else (None, {}, None)
         context = load_plan_context(
             session, plan_ref=decision.plan if decision else plan_ref, now=now, limits=limits
         )
@@ -428,6 +463,7 @@ def gather(
         inputs=inputs,
         notes=notes,
         weighed=_weighed(document),
+        choice=choice,
     )
 
 

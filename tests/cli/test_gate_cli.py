@@ -451,8 +451,9 @@ def test_json_is_format_json_and_conflicts_with_other_formats(env: dict[str, str
         "gate", "check", "chat-assistant-prod", "--json", "--format", "junit", env=env
     )
     assert (conflict.returncode, conflict.stdout) == (2, "")
-    assert conflict.stderr == (
-        "capgate: error: --json and --format junit disagree: --json is --format json; give one\n"
+    # With --json the error too is JSON on stderr (tests/cli/test_json_errors.py).
+    assert json.loads(conflict.stderr)["message"] == (
+        "--json and --format junit disagree: --json is --format json; give one"
     )
     # A usage error decides nothing: no decision is stored for it.
     listed = json.loads(capgate("gate", "list", "--json", env=env).stdout)
