@@ -248,7 +248,10 @@ def _error_line(exc: Exception) -> str:
     from registry.errors import CapgateError, InvalidInput
 
     if isinstance(exc, InvalidInput):
-        return exc.one_line()
+        # Every problem, as stderr lists them one per line: a pipeline that reads only its
+        # report (SARIF, JUnit, annotations) must see all of what stopped it.
+        rest = "; ".join(str(problem) for problem in exc.problems[1:])
+        return f"{exc.one_line()}: {rest}" if rest else exc.one_line()
     if isinstance(exc, CapgateError):
         return exc.message
     return f"internal error: {type(exc).__name__}: {exc}"

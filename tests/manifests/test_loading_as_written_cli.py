@@ -129,6 +129,14 @@ def test_every_problem_is_printed_once_by_both_commands(
         assert first.startswith(f"capgate: error: {lines[0]}")
         assert first.endswith("(and 2 more problems)")
         assert rest == [f"  {line}" for line in lines[1:]]
+    # A pipeline that reads only its report sees every problem there too.
+    github = capgate(
+        "gate", "check", PLAN, "--manifests", str(folder), "--format", "github", env=env
+    )
+    assert github.returncode == 2
+    (annotation,) = [row for row in github.stdout.splitlines() if row.startswith("::error")]
+    for line in lines:
+        assert line in annotation, line
     assert _decisions(env) == before
 
 
