@@ -13,6 +13,7 @@ over the catalog for the model's shape.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,11 +109,24 @@ def find_accelerator(name: str) -> AcceleratorCard | None:
     for card in accelerators():
         if key == card.name.lower() or key in card.aliases:
             return card
-    # Spec names vary ("H100-SXM-80GB", "NVIDIA H100 80GB HBM3"): match on the family token.
+    # Spec names vary ("H100-SXM-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"): a
+    # card matches when every word of one of its aliases is a word of the name (so "l4"
+    # is not found in "l40s") and the memory the name states, if any, is the card's; the
+    # alias with the most words wins ("h100-pcie" over "h100").
+    words = set(_words(key))
+    best: tuple[int, AcceleratorCard] | None = None
     for card in accelerators():
-        if card.aliases[0] in key and card.memory_gib == _memory_hint(key, card.memory_gib):
-            return card
-    return None
+        if card.memory_gib != _memory_hint(key, card.memory_gib):
+            continue
+        for alias in card.aliases:
+            alias_words = _words(alias)
+            if set(alias_words) <= words and (best is None or len(alias_words) > best[0]):
+                best = (len(alias_words), card)
+    return None if best is None else best[1]
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.split(r"[^a-z0-9]+", text.lower()) if w]
 
 
 def _memory_hint(key: str, default: float) -> float:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from registry.errors import FieldProblem, InvalidInput
+from registry.planner.backends import unmodelled_backend
 from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.catalog import resolve_model
 from registry.planner.kv_need import p99_kv_tokens
@@ -335,6 +337,19 @@ def recompute(
     stage, TP degree and candidate replica count; the recomputation never prints.
     """
     report = progress if progress is not None else current()
+    backend = unmodelled_backend(provider.accelerator.name)
+    if backend is not None:
+        raise InvalidInput(
+            f"the planner cannot price {provider.accelerator.name}",
+            problems=[
+                FieldProblem(
+                    "accelerator.name",
+                    f"provider {provider.name}: {provider.accelerator.name} is {backend}; "
+                    "the planner models vLLM's GPU engine (CUDA, ROCm), so this plan is "
+                    "refused rather than priced with a GPU's numbers",
+                )
+            ],
+        )
     shape = resolve_model(provider)
     items: list[EvidenceItem] = list(evidence)
     base = Efficiency()
