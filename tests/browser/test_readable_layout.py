@@ -214,6 +214,14 @@ def test_the_plans_list_and_a_plan_page_read_at_1280_and_use_1920(
         no_repr(browser)
         screenshot(browser, "ui-plan-grouped")
 
+        # Printed, the page keeps its content and drops the site's navigation.
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        try:
+            assert not browser.find_element(By.CSS_SELECTOR, "nav.site").is_displayed()
+            assert overflowing(browser) == []
+        finally:
+            browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+
         # A 1920 px window: the content takes its width, not a narrow column.
         browser.set_window_size(1920, WINDOW_HEIGHT)
         browser.refresh()
