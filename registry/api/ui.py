@@ -160,10 +160,9 @@ def ui_router() -> APIRouter:
     @router.get("/plans")
     def plans(request: Request) -> HTMLResponse:
         def build(database: Database) -> Page:
+            from registry.gate.service import list_decisions
             from registry.records.kinds import RecordKind
             from registry.records.service import MAX_PAGE, list_series
-
-            from registry.gate.service import list_decisions
 
             with database.reading() as session:
                 page = list_series(session, kind=RecordKind.plan, limit=MAX_PAGE)
