@@ -160,12 +160,21 @@ def ui_router() -> APIRouter:
     @router.get("/plans")
     def plans(request: Request) -> HTMLResponse:
         def build(database: Database) -> Page:
+            from registry.gate.service import list_decisions
             from registry.records.kinds import RecordKind
             from registry.records.service import MAX_PAGE, list_series
 
             with database.reading() as session:
                 page = list_series(session, kind=RecordKind.plan, limit=MAX_PAGE)
-            return "ui/plans.html", {"plans": page.items, "total": page.total}
+                # Each plan's latest decision, on any of its versions: one indexed read
+                # per plan listed (at most MAX_PAGE), newest first by the listing's order.
+                latest = {
+                    series.name: next(
+                        iter(list_decisions(session, plan=series.name, limit=1).items), None
+                    )
+                    for series in page.items
+                }
+            return "ui/plans.html", {"plans": page.items, "total": page.total, "latest": latest}
 
         return _page(request, build)
 

@@ -48,13 +48,23 @@ def warning_policy(warning: str, policies: list[str]) -> str | None:
 
 
 def render_text(decision: DecisionLike) -> str:
+    """The verdict, then the violations under a heading per policy, what blocks the
+    release first (registry.gate.severity), then waived violations in the same order,
+    warnings and the inputs decided on."""
+    from registry.gate.severity import by_policy, in_order
+
     lines = [decision.verdict()]
-    for violation in decision.violations:
+    for group in by_policy(decision.violations):
+        count = len(group.violations)
         lines.append(
-            f"  DENY  [{violation.get('severity')}] {violation.get('policy')}."
-            f"{violation.get('rule')}: {violation.get('message')}"
+            f"  {group.policy}: {count} violation{'' if count == 1 else 's'}, {group.severity}"
         )
-    for violation in decision.waived:
+        lines.extend(
+            f"    DENY  [{violation.get('severity')}] {violation.get('policy')}."
+            f"{violation.get('rule')}: {violation.get('message')}"
+            for violation in group.violations
+        )
+    for violation in in_order(decision.waived):
         lines.append(
             f"  WAIVED {violation.get('policy')}.{violation.get('rule')}: "
             f"{violation.get('message')} (waiver {violation.get('waived_by')}, owner "
@@ -74,17 +84,29 @@ def render_text(decision: DecisionLike) -> str:
         )
         manifests = inputs.get("manifests")
         if manifests:
-            files = manifests.get("files") or {}
-            lines.append(
-                f"  manifests: {manifests.get('compared_fields', 0)} fields compared, from "
-                + (", ".join(f"{f} ({d[:19]})" for f, d in files.items()) or "stdin")
-            )
+            lines.append(_manifests_line(manifests))
     release = decision.policy_release or "none approved"
     lines.append(
         f"  bundle {decision.bundle_revision[:19]} (policy release {release}), "
         f"input {decision.input_digest[:19]}"
     )
     return "\n".join(lines)
+
+
+def _manifests_line(manifests: dict[str, object]) -> str:
+    """The manifests compared, their shared folder said once: each file's name below it
+    and the start of its digest."""
+    from registry.report.paths import shared_folder, shortened
+
+    files = manifests.get("files") or {}
+    compared = f"  manifests: {manifests.get('compared_fields', 0)} fields compared, "
+    if not isinstance(files, dict) or not files:
+        return compared + "from stdin"
+    folder = shared_folder(files)
+    listed = ", ".join(
+        f"{path.short} ({str(files[path.full])[:19]})" for path in shortened(files, folder)
+    )
+    return compared + (f"from {folder}: {listed}" if folder else f"from {listed}")
 
 
 def policy_ids(module_paths: list[str]) -> list[str]:

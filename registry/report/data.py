@@ -280,6 +280,17 @@ def _evidence_at_decision(
     return out
 
 
+def _said(value: Any) -> str:
+    """A value the manifests state, as the gate's messages write it (no Python repr)."""
+    return (
+        "not set"
+        if value is None
+        else str(value).lower()
+        if isinstance(value, bool)
+        else str(value)
+    )
+
+
 def _weighed(document: dict[str, Any]) -> list[tuple[str, str]]:
     """The manifests and the production signal the decision's input held, in words."""
     out = []
@@ -292,7 +303,7 @@ def _weighed(document: dict[str, Any]) -> list[tuple[str, str]]:
                     "manifests that ship",
                     f"checked: {len(found)} field(s) disagree with the plan"
                     + "".join(
-                        f"; {d.get('field')} = {d.get('manifests')!r} at {d.get('file')}:"
+                        f"; {d.get('field')} = {_said(d.get('manifests'))} at {d.get('file')}:"
                         f"{d.get('line')}"
                         for d in found
                     ),

@@ -16,16 +16,21 @@ number and time filters every page shares. Templates:
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
+from registry.gate.severity import by_policy
+from registry.gate.severity import in_order as violations_in_order
 from registry.planner.result import CalibrationResidual
 from registry.report.charts import Charts, build, in_order
 from registry.report.data import ReportData
+from registry.report.paths import shared_folder
 from registry.report.svg import format_number
 
 
@@ -45,6 +50,31 @@ def instant(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def plain(value: object) -> str:
+    """A value of a violation's numbers in words, never a Python or JSON literal: "-" for
+    nothing, yes/no, numbers as the report writes them, "none" for an empty list or
+    mapping, items joined by commas (mappings as "key: value")."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return number(value, "", 6)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        if not value:
+            return "none"
+        return ", ".join(f"{key}: {plain(item)}" for key, item in sorted(value.items()))
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else list(value)
+        if not items:
+            return "none"
+        nested = any(isinstance(item, Mapping | list | tuple) for item in items)
+        return ("; " if nested else ", ").join(plain(item) for item in items)
+    return str(value)
+
+
 def short_digest(value: str | None) -> str:
     if not value:
         return "-"
@@ -56,6 +86,39 @@ def largest_misses(residuals: list[CalibrationResidual], limit: int) -> list[Cal
     if len(residuals) <= limit:
         return residuals
     return sorted(residuals, key=lambda r: -abs(r.relative_error or 0.0))[:limit]
+
+
+def manifest_folder(inputs: dict[str, Any], violations: Iterable[dict[str, Any]]) -> str:
+    """The folder a decision's manifests share (its input's files and the files its
+    violations name), said once on a page so each path shows below it; "" when none."""
+    manifests = inputs.get("manifests") if isinstance(inputs, dict) else None
+    files = manifests.get("files") if isinstance(manifests, dict) else None
+    paths = [str(f) for f in files] if isinstance(files, dict) else []
+    for violation in violations:
+        details = violation.get("details")
+        if isinstance(details, dict) and isinstance(details.get("file"), str):
+            paths.append(details["file"])
+    return shared_folder(paths) if paths else ""
+
+
+def path_html(path: str, folder: str = "") -> Markup:
+    """A path below ``folder`` when it lies there, its full path in the title."""
+    short = path[len(folder) :] if folder and path.startswith(folder) and path != folder else path
+    return Markup('<span class="path" title="{}">{}</span>').format(path, short)
+
+
+def paths_within(text: str, folder: str = "") -> Markup:
+    """Text (a policy's message) with every path below ``folder`` shortened as
+    :func:`path_html` does; the rest escaped."""
+    if not folder:
+        return Markup(escape(text))
+    # A path runs to a space, a ":line", punctuation or markup; a full stop ends a sentence.
+    pattern = re.compile(re.escape(folder) + r"[^\s:,;()<>\"']*[^\s:,;()<>\"'.]")
+    out, last = Markup(""), 0
+    for match in pattern.finditer(text):
+        out += escape(text[last : match.start()]) + path_html(match.group(0), folder)
+        last = match.end()
+    return out + escape(text[last:])
 
 
 @cache
@@ -73,6 +136,10 @@ def environment() -> Environment:
     env.globals["svg"] = Markup
     env.globals["largest_misses"] = largest_misses
     env.globals["scenarios_in_order"] = in_order
+    env.globals["violation_groups"] = by_policy
+    env.globals["violations_in_order"] = violations_in_order
+    env.globals["manifest_folder"] = manifest_folder
+    env.filters.update(path=path_html, paths_within=paths_within, plain=plain)
     return env
 
 

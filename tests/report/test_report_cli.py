@@ -71,7 +71,7 @@ def assert_self_contained_and_accessible(page: Page) -> None:
     assert all(b - a <= 1 for a, b in itertools.pairwise(levels)), levels
     # Table headers say what they head.
     headers = page.named("th")
-    assert headers and all(th.attrs.get("scope") in ("row", "col") for th in headers)
+    assert headers and all(th.attrs.get("scope") in ("row", "col", "rowgroup") for th in headers)
     # Every chart is an image with a title and a description it is labelled by.
     ids = {t.attrs["id"] for t in page.tags if "id" in t.attrs}
     charts = [t for t in page.named("svg")]
