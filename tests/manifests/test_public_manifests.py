@@ -199,3 +199,29 @@ def test_public_kserve_runtime_identity(tmp_path: Path) -> None:
     found, notes = compare_provider(example_provider(), fields)
     assert found == []
     assert any("vllmserver:replace" in n and "is not vLLM's own image" in n for n in notes)
+
+
+def test_gke_managed_prometheus_hpa_is_read_as_vllms_metric(tmp_path: Path) -> None:
+    """A published HPA on GKE Managed Prometheus' spelling of vLLM's gauge, beside the
+    Deployment it scales (GoogleCloudPlatform's gemma-3-1b-it sample, which shares its
+    name): both read as published, from a folder holding the two files."""
+    from registry.manifests.stated import stated_document
+    from tests.support.fixtures import shared
+
+    hpa = shared("manifests/seans3-k8s-ai-gmp-hpa.yaml")
+    # seans3/k8s-ai vllm-gpu/hpa/horizontal-pod-autoscaler.yaml
+    # @65ef4d0d67ddee4bc6bdb88ea0d3ac598f689808
+    deployment = shared("manifests/gke-vllm-gemma-3-1b-it.yaml")
+    folder = tmp_path / "k8s"
+    folder.mkdir()
+    for path in (hpa, deployment):
+        (folder / path.name).write_bytes(path.read_bytes())
+    stated = stated_document([str(folder)])["fields"]
+    assert {k: v["value"] for k, v in stated.items() if k.startswith("autoscaling.")} == {
+        "autoscaling.metric": "vllm:num_requests_running",
+        "autoscaling.target": 4,
+        "autoscaling.min_replicas": 1,
+        "autoscaling.max_replicas": 5,
+        "autoscaling.scale_down_stabilization_s": 30,
+    }
+    assert stated["autoscaling.metric"]["file"] == str(folder / hpa.name)
