@@ -3,16 +3,14 @@ word, and the backends the planner does not model refused by name."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from registry.planner.backends import unmodelled_backend
 from registry.planner.catalog import find_accelerator
-from tests.factories import example, example_path
-from tests.support.cli_process import capgate
+from tests.factories import example
+from tests.planner.sizing_cli import size_with_provider
 
 
 @pytest.mark.parametrize(
@@ -69,14 +67,7 @@ def test_fail_plan_size_refuses_a_tpu(tmp_path: Path) -> None:
         "memory_bandwidth_gb_s": 1640,
         "dense_tflops": {"bf16": 918},
     }
-    path = tmp_path / "provider.yaml"
-    path.write_text(yaml.safe_dump(provider))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    env.update(CAPGATE_DATABASE_URL=f"sqlite:///{tmp_path / 'r.db'}", CAPGATE_PRINCIPAL="alice")
-    assert capgate("db", "upgrade", env=env).returncode == 0
-    assert capgate("workload", "submit", str(example_path("workload")), env=env).returncode == 0
-    assert capgate("provider", "submit", str(path), env=env).returncode == 0
-    result = capgate("plan", "size", str(example_path("plan")), env=env)
+    result = size_with_provider(tmp_path, provider)
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
         "accelerator.name: provider llama31-8b-h100-vllm: TPU-v6e is a Google TPU, served by "

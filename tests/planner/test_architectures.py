@@ -3,17 +3,15 @@ transformer (issue 28): from config.json when the profile carries it, else from 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from registry.planner.architectures import refusal
 from registry.planner.catalog import models
-from tests.factories import example, example_path
-from tests.support.cli_process import capgate
+from tests.factories import example
+from tests.planner.sizing_cli import size_with_provider
 
 # Shortened from the published config.json files (the fields that decide).
 DEEPSEEK_V3 = {
@@ -101,14 +99,7 @@ def test_fail_plan_size_refuses_a_latent_attention_model(tmp_path: Path) -> None
         "name": "deepseek-ai/DeepSeek-V3",
         "hf_config": DEEPSEEK_V3,
     }
-    path = tmp_path / "provider.yaml"
-    path.write_text(yaml.safe_dump(provider))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    env.update(CAPGATE_DATABASE_URL=f"sqlite:///{tmp_path / 'r.db'}", CAPGATE_PRINCIPAL="alice")
-    assert capgate("db", "upgrade", env=env).returncode == 0
-    assert capgate("workload", "submit", str(example_path("workload")), env=env).returncode == 0
-    assert capgate("provider", "submit", str(path), env=env).returncode == 0
-    result = capgate("plan", "size", str(example_path("plan")), env=env)
+    result = size_with_provider(tmp_path, provider)
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
         "model.hf_config: provider llama31-8b-h100-vllm: the planner cannot price "
