@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import socket
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -336,6 +337,17 @@ def _server_reads_these(
 # ---- helpers -------------------------------------------------------------------------------
 
 
+def json_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The error of an import run with --json: one JSON object, the last line of stderr
+    (cli.output), as its message and every problem in one line."""
+    error = json.loads(result.stderr.splitlines()[-1])
+    assert error["exit_code"] == result.returncode == 2, result.stderr
+    problems = [
+        f"{p['loc']}: {p['message']}" if p["loc"] else p["message"] for p in error["problems"]
+    ]
+    return " ".join([error["message"], *problems])
+
+
 def run_import(env: dict[str, str], rel: str, *extra: str) -> Any:
     # Each file against a provider serving the model it measured (the env registers them).
     against = [provider_for(rel) if a == EXAMPLE_PROVIDER else a for a in AGAINST]
@@ -527,7 +539,7 @@ def test_no_laundering_with_server_series_either(
     assert before == 1
     again = run_import(env, GUIDELLM, *args)
     assert again.returncode == 2
-    (line,) = [x for x in again.stderr.splitlines() if x.startswith("capgate: error:")]
+    line = json_error(again)
     assert "raw_file.sha256" in line and "chat-assistant@v2 changed materially" in line
     assert evidence_count(env) == before
 
@@ -542,9 +554,8 @@ def test_unreachable_prometheus_exits_2_and_writes_nothing(
     result = run_import(env, GUIDELLM, "--prometheus", down_url, "--name", "down")
     assert result.returncode == 2
     assert result.stdout == ""
-    errors = [line for line in result.stderr.splitlines() if line.startswith("capgate: error:")]
-    assert len(errors) == 1, result.stderr
-    assert "Prometheus" in errors[0] and "127.0.0.1" in errors[0]
+    error = json_error(result)
+    assert "Prometheus" in error and "127.0.0.1" in error
     assert evidence_count(env) == before
 
 
@@ -558,14 +569,14 @@ def test_a_file_without_duration_exits_2_naming_the_field(env: dict[str, str]) -
         "http://127.0.0.1:9",
     )
     assert result.returncode == 2
-    (line,) = [x for x in result.stderr.splitlines() if x.startswith("capgate: error:")]
+    line = json_error(result)
     assert "offered.duration_s: the file states no run duration" in line
 
 
 def test_a_time_without_a_zone_is_no_window(env: dict[str, str]) -> None:
     result = run_import(env, NO_ZONE, "--prometheus", "http://127.0.0.1:9")
     assert result.returncode == 2
-    (line,) = [x for x in result.stderr.splitlines() if x.startswith("capgate: error:")]
+    line = json_error(result)
     assert (
         "--measured-at: the file's time 2025-05-13T04:56:48 has no time zone; read as UTC" in line
     )
@@ -598,7 +609,7 @@ def test_a_server_reads_only_the_prometheus_its_operator_named(
     result = run_import(env, GUIDELLM, "--prometheus", other, "--name", "elsewhere")
     if env.get("CAPGATE_SERVER"):
         assert result.returncode == 2
-        (line,) = [x for x in result.stderr.splitlines() if x.startswith("capgate: error:")]
+        line = json_error(result)
         assert "reads only the Prometheus URLs in CAPGATE_PROMETHEUS_URLS" in line
         assert served.url in line and other in line
     else:
