@@ -6,10 +6,11 @@ ends in the outcome `error`, which release pipelines treat like a denial (exit 2
 never in `allow`. Where the registry itself is reachable, the error decision is kept
 too, so an auditor sees failed checks as well as passed ones.
 
-A registry that fails its integrity check (its audit chain, or any row the decision
-rests on against the event that wrote it: registry.audit.integrity, whose module text
-says how a check stays fast) is not reachable in that sense: the check raises Tampered
-(exit 2) and keeps nothing, since keeping a decision would extend a broken chain.
+A registry that fails its integrity check (its audit chain, or any row of any plan
+against the event that wrote it: registry.audit.integrity, whose module text says how a
+check stays fast) is not reachable in that sense: it is quarantined
+(registry.audit.quarantine), the check raises Tampered (exit 2) naming the failure and
+keeps nothing, since keeping a decision would extend a broken chain.
 """
 
 from __future__ import annotations
@@ -248,6 +249,10 @@ def check(
     guard = guard_for(database)
     with database.reading() as session:
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
+    # The whole registry, not only this plan's rows: one flipped decision of another
+    # plan quarantines every check (registry.audit.quarantine).
+    guard.check_registry(database)
+    with database.reading() as session:
         # Before any work: a bundle other than the approved release decides nothing
         # (its rows are verified with the decision's other feeds below).
         in_force = release_for_decision(
