@@ -37,6 +37,7 @@ Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -86,6 +87,21 @@ if TYPE_CHECKING:
 
 # A process re-walks the whole chain at least this often (seconds); see the module text.
 FULL_REWALK_S = 600.0
+
+SWEEP_ENV = "CAPGATE_QUARANTINE_SWEEP_S"
+
+
+def sweep_interval() -> float:
+    """Seconds between two fingerprint sweeps of a process (0, the default: every check).
+
+    A sweep reads every covered row inside the database, which grows with the registry
+    (docs/production.md, *Quarantine*); a busy server on a large registry may space them
+    out, and a row edited in SQL is then seen by the first sweep after it, not the first
+    check. A value that is not a number of seconds is 0: the safe side."""
+    try:
+        return max(0.0, float(os.environ.get(SWEEP_ENV, "0")))
+    except ValueError:
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -512,6 +528,8 @@ class Guard:
         # (seq, hash) of the last event verified; replaced whole, so read without the lock.
         self._verified: tuple[int, str] = (0, GENESIS)
         self._baseline: _Baseline | None = None
+        self._swept_at = 0.0
+        self._checked_seq = 0  # the rows recorded up to this event were verified
 
     def _chain(self, session: Session, acknowledged: frozenset[str]) -> Ledger:
         ledger = self._ledger
@@ -539,21 +557,24 @@ class Guard:
     def check_registry(self, database: Database) -> None:
         """Raise Tampered (the registry is quarantined) unless the chain and every row of
         every covered table verify. Incremental: the events and rows recorded since the
-        last check are verified in full, and one fingerprint scan per table in the
-        database (the events' included) must equal the baseline plus theirs, or some
-        event or row verified earlier changed: then the whole chain or every row is
-        checked again, to name it."""
+        last check are verified in full; then, when a sweep is due (every check unless
+        CAPGATE_QUARANTINE_SWEEP_S spaces them out), one fingerprint scan per table in
+        the database (the events' included) must equal the baseline plus the new rows',
+        or some event or row verified earlier changed: then the whole chain or every
+        row is checked again, to name it. A sweep that failed is due again at once."""
         with self._lock, database.reading() as session:
             _repeatable_read(session)
             acknowledged = acknowledged_keys(session)
             baseline = self._baseline
             if baseline is None:
                 self._ledger = None  # a first baseline rests on a walk from the first event
+            due = baseline is None or time.monotonic() - self._swept_at >= sweep_interval()
             try:
                 ledger = self._chain(session, acknowledged)
-                current = fingerprints(session)
+                current = fingerprints(session) if due else {}
                 if (
                     baseline is not None
+                    and due
                     and _plus(baseline.tables[EVENTS], events_fingerprint(session, baseline.seq))
                     != current[EVENTS]
                 ):
@@ -562,18 +583,21 @@ class Guard:
             except Tampered as exc:
                 problems = list(exc.details.get("problems") or [exc.message])
                 raise Tampered(_quarantine_line(problems), details={"problems": problems}) from None
-            found: list[str] = []
             if baseline is None:
                 found = _table_problems(session, ledger)
             else:
-                new = _new_keys(ledger, baseline.seq)
+                new = _new_keys(ledger, self._checked_seq)
                 found = _new_row_problems(session, ledger, new)
-                expected = _expected(session, baseline, new)
-                if not found and any(expected[t] != current[t] for t in expected if t != EVENTS):
-                    found = _table_problems(session, ledger)
+                if not found and due:
+                    expected = _expected(session, baseline, _new_keys(ledger, baseline.seq))
+                    if any(expected[t] != current[t] for t in expected if t != EVENTS):
+                        found = _table_problems(session, ledger)
             found = unacknowledged(found, acknowledged)
             if not found:
-                self._baseline = _Baseline(seq=ledger.chain.seq, tables=current)
+                self._checked_seq = ledger.chain.seq
+                if due:
+                    self._baseline = _Baseline(seq=ledger.chain.seq, tables=current)
+                    self._swept_at = time.monotonic()
         if found:
             raise Tampered(_quarantine_line(found), details={"problems": found})
 

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from registry.api.app import create_app
 from registry.audit import checkpoint as checkpoints
 from registry.audit.acknowledgements import ACKNOWLEDGE
+from registry.audit.integrity import SWEEP_ENV
 from registry.audit.quarantine import acknowledge
 from registry.audit.service import verify
 from registry.errors import Conflict, InvalidInput, Tampered
@@ -318,3 +319,19 @@ def test_api_gate_check_is_an_error_and_only_an_admin_acknowledges(
         assert report["acknowledged"] == report["problems"] != []
         decided = client.post("/v1/gate/checks", json={"plan": PLAN_Y}, headers=pipeline)
         assert decided.status_code == 200, decided.text
+
+
+def test_spaced_sweeps_see_a_flip_at_the_next_sweep(
+    two_plans: DecisionView,
+    registered: Database,
+    engine: EmbeddedEngine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CAPGATE_QUARANTINE_SWEEP_S trades immediacy for cost: between sweeps a process
+    verifies what was added, not what it verified before; a new process sweeps at once."""
+    monkeypatch.setenv(SWEEP_ENV, "3600")
+    assert gate(registered, engine, PLAN_Y).outcome.value in {"allow", "deny"}
+    flip(registered, two_plans.id)
+    assert gate(registered, engine, PLAN_Y).outcome.value in {"allow", "deny"}  # not due
+    monkeypatch.setenv(SWEEP_ENV, "0")
+    assert_quarantined(registered, engine, f"decisions {two_plans.id}")
