@@ -21,18 +21,28 @@ per Database object (one per process in the API server and the CLI) and, per che
    sequence number (a deleted middle event). The first check in a process walks from
    the first event, and so does any check more than FULL_REWALK_S after the last full
    walk, which bounds how long an edit of an old event unrelated to any decision can
-   go unseen by a long-running server (`audit verify` sees it at once).
-2. Rows, for this decision only: every version of each series the decision reads (plan,
+   go unseen by a long-running server (`audit verify` sees it at once; so does the
+   next sweep of step 2).
+2. The whole registry (`Guard.check_registry`, the quarantine: registry.audit.quarantine):
+   the rows recorded by the events added since the last check, against the ledger; and
+   a *sweep*: one fingerprint scan per covered table inside the database
+   (registry.storage.fingerprints; the audit events' too), which must equal the last
+   passing sweep's plus the new rows'. A difference means an event or a row verified
+   earlier changed: the chain is walked again or every row checked, to name it. The
+   scans read every row (seconds at a million events); CAPGATE_QUARANTINE_SWEEP_S may
+   space them out, at the price of seeing an edit at the next sweep, not the next check.
+3. Rows, for this decision only: every version of each series the decision reads (plan,
    workload, provider, evidence, and every waiver, since any may apply), the staleness,
    withdrawal and approval rows of those evidence and waiver versions, the previous
    decision whose calibration it reuses, and the recomputation it uses, each against
    the ledger in both directions (no forged row, no deleted one), plus the events that
    recorded them re-hashed with their links to the next event. A handful of indexed
    queries, independent of the registry's size.
-3. Before its own event is appended, step 1 again inside the writing transaction: the
+4. Before its own event is appended, step 1 again inside the writing transaction: the
    gate never extends a chain that does not verify.
 
-Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
+Any problem raises Tampered: the gate ends in an error (exit 2), never in allow. Problems
+an admin acknowledged (registry.audit.acknowledgements) are left out.
 """
 
 from __future__ import annotations
@@ -528,7 +538,7 @@ class Guard:
         # (seq, hash) of the last event verified; replaced whole, so read without the lock.
         self._verified: tuple[int, str] = (0, GENESIS)
         self._baseline: _Baseline | None = None
-        self._swept_at = 0.0
+        self._swept_from = 0.0  # when the last passing sweep's reads began (monotonic)
         self._checked_seq = 0  # the rows recorded up to this event were verified
 
     def _chain(self, session: Session, acknowledged: frozenset[str]) -> Ledger:
@@ -562,13 +572,19 @@ class Guard:
         the database (the events' included) must equal the baseline plus the new rows',
         or some event or row verified earlier changed: then the whole chain or every
         row is checked again, to name it. A sweep that failed is due again at once."""
+        began = time.monotonic()
         with self._lock, database.reading() as session:
             _repeatable_read(session)
+            snapshot_at = time.monotonic()
             acknowledged = acknowledged_keys(session)
             baseline = self._baseline
             if baseline is None:
                 self._ledger = None  # a first baseline rests on a walk from the first event
-            due = baseline is None or time.monotonic() - self._swept_at >= sweep_interval()
+            # Concurrent checks share a sweep: one that read the database after this
+            # check began saw everything this one would (so waiting checks do not scan).
+            due = baseline is None or (
+                self._swept_from < began and snapshot_at - self._swept_from >= sweep_interval()
+            )
             try:
                 ledger = self._chain(session, acknowledged)
                 current = fingerprints(session) if due else {}
@@ -597,7 +613,7 @@ class Guard:
                 self._checked_seq = ledger.chain.seq
                 if due:
                     self._baseline = _Baseline(seq=ledger.chain.seq, tables=current)
-                    self._swept_at = time.monotonic()
+                    self._swept_from = snapshot_at
         if found:
             raise Tampered(_quarantine_line(found), details={"problems": found})
 
