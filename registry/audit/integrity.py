@@ -564,14 +564,15 @@ class Guard:
             _snapshot(session)
             self._chain(session, acknowledged_keys(session))
 
-    def check_registry(self, database: Database) -> None:
+    def check_registry(self, database: Database, *, sweep: bool = True) -> None:
         """Raise Tampered (the registry is quarantined) unless the chain and every row of
         every covered table verify. Incremental: the events and rows recorded since the
         last check are verified in full; then, when a sweep is due (every check unless
         CAPGATE_QUARANTINE_SWEEP_S spaces them out), one fingerprint scan per table in
         the database (the events' included) must equal the baseline plus the new rows',
         or some event or row verified earlier changed: then the whole chain or every
-        row is checked again, to name it. A sweep that failed is due again at once."""
+        row is checked again, to name it. A sweep that failed is due again at once.
+        `sweep=False`: not this time (a batch of checks sweeps once, at its start)."""
         began = time.monotonic()
         with self._lock, database.reading() as session:
             _repeatable_read(session)
@@ -583,7 +584,9 @@ class Guard:
             # Concurrent checks share a sweep: one that read the database after this
             # check began saw everything this one would (so waiting checks do not scan).
             due = baseline is None or (
-                self._swept_from < began and snapshot_at - self._swept_from >= sweep_interval()
+                sweep
+                and self._swept_from < began
+                and snapshot_at - self._swept_from >= sweep_interval()
             )
             try:
                 ledger = self._chain(session, acknowledged)

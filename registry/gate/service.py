@@ -231,6 +231,7 @@ def check(
     now: datetime | None = None,
     manifests: StatedManifests | ManifestsInput | None = None,
     policy_release: str | None = None,
+    sweep: bool = True,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
 
@@ -244,6 +245,8 @@ def check(
     decision on the same plan version made instead.
 
     Raises Tampered, storing nothing, when the registry fails its integrity check.
+    ``sweep=False``: the registry-wide fingerprint scans are skipped (a batch of checks,
+    such as a recheck, runs them once, with its first check); the rest still runs.
     """
     moment = now or datetime.now(UTC)
     guard = guard_for(database)
@@ -251,7 +254,7 @@ def check(
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
     # The whole registry, not only this plan's rows: one flipped decision of another
     # plan quarantines every check (registry.audit.quarantine).
-    guard.check_registry(database)
+    guard.check_registry(database, sweep=sweep)
     with database.reading() as session:
         # Before any work: a bundle other than the approved release decides nothing
         # (its rows are verified with the decision's other feeds below).
