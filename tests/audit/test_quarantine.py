@@ -335,3 +335,21 @@ def test_spaced_sweeps_see_a_flip_at_the_next_sweep(
     assert gate(registered, engine, PLAN_Y).outcome.value in {"allow", "deny"}  # not due
     monkeypatch.setenv(SWEEP_ENV, "0")
     assert_quarantined(registered, engine, f"decisions {two_plans.id}")
+
+
+def test_server_gate_check_exits_2_until_acknowledged_through_the_server(
+    two_plans: DecisionView, registered: Database, tmp_path: Path
+) -> None:
+    from tests.cli.test_attestation_cli import running_server
+
+    flip(registered, two_plans.id)
+    with running_server(registered.url, _cli_env(tmp_path, registered.url)) as env:
+        refused = capgate("gate", "check", PLAN_Y, env=env)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "the registry is quarantined" in refused.stderr
+        assert f"decisions {two_plans.id}" in refused.stderr
+        done = capgate("audit", "acknowledge", "--reason", "INC-8", "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        assert f"decisions {two_plans.id}" in done.stdout
+        decided = capgate("gate", "check", PLAN_Y, env=env)
+        assert decided.returncode in (0, 1), decided.stderr
