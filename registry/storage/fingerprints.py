@@ -8,8 +8,9 @@ the database per table, that no row it verified earlier has changed since.
 
 PostgreSQL hashes the whole row (`hash_record_extended`, 14 and later; before, `md5` of
 the row's text), seeded per process; SQLite has no hash function, so one is registered
-on the connection (`capgate_fp`: Python's keyed hash of the columns' values). Either way a scan reads every row: its cost grows with the table
-(see the quarantine benchmark), which is why the guard may space them out.
+on the connection (`capgate_fp`: Python's keyed hash of the columns' values). Either way
+a scan reads every row: its cost grows with the table (see the quarantine benchmark),
+which is why the guard may space them out.
 """
 
 from __future__ import annotations
