@@ -1,4 +1,5 @@
-"""`capgate audit list|verify|checkpoint|keygen`: the hash-chained trail of every write."""
+"""`capgate audit list|verify|acknowledge|checkpoint|keygen`: the hash-chained trail of
+every write."""
 
 from __future__ import annotations
 
@@ -138,14 +139,44 @@ def verify(
         typer.echo(f"intact: {report.events} events, head {report.head}{against}")
     else:
         typer.echo(f"BROKEN: {len(report.problems)} problem(s) in {report.events} events")
+        acknowledged = set(report.acknowledged)
         for problem in report.problems:
-            typer.echo(f"  {problem}")
+            mark = " (acknowledged)" if problem in acknowledged else ""
+            typer.echo(f"  {problem}{mark}")
+        if len(acknowledged) < len(report.problems):
+            typer.echo("the registry is quarantined: every gate check is refused until it verifies")
     if report.ungoverned_decisions and not json_out:
         typer.echo(
             f"note: {report.ungoverned_decisions} decisions were taken before any policy "
             "release was approved (under an unapproved bundle; see capgate policy release)"
         )
     raise typer.Exit(0 if report.intact else 1)
+
+
+@audit_app.command("acknowledge")
+def acknowledge(
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason", help="Why the failure is known and repaired (kept in the audit trail)."
+        ),
+    ],
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Lift the quarantine of a known, repaired failure (admin): acknowledge every problem
+    `audit verify` reports now; a problem not acknowledged quarantines the registry again."""
+    from cli.backend import open_backend
+
+    done = open_backend(server).audit_acknowledge(reason)
+    if json_out:
+        emit_json(done)
+        return
+    typer.echo(
+        f"acknowledged {len(done.problems)} problem(s) as event {done.seq} by {done.principal}:"
+    )
+    for problem in done.problems:
+        typer.echo(f"  {problem}")
 
 
 @audit_app.command("checkpoint")

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from registry.audit.quarantine import Acknowledgement
     from registry.audit.service import AuditEventView, ChainReport
     from registry.gate.recheck import RecheckReport
     from registry.gate.views import DecisionView
@@ -61,6 +62,8 @@ class Backend(Protocol):
     ) -> TrailPage[AuditEventView]: ...
 
     def audit_verify(self) -> ChainReport: ...
+
+    def audit_acknowledge(self, reason: str) -> Acknowledgement: ...
 
     def get_attestation(self, decision_id: str) -> dict[str, Any]: ...
 
@@ -230,6 +233,11 @@ class LocalBackend:
         with self.database.reading() as session:
             return verify(session)
 
+    def audit_acknowledge(self, reason: str) -> Acknowledgement:
+        from registry.audit.quarantine import acknowledge
+
+        return acknowledge(self.database, principal=self.principal, reason=reason)
+
     def get_attestation(self, decision_id: str) -> dict[str, Any]:
         from registry.attestation.store import envelope_of, get_attestation
         from registry.errors import NotFound
@@ -390,6 +398,12 @@ class RemoteBackend:
         from registry.audit.service import ChainReport
 
         return ChainReport.model_validate(self._request("GET", "/v1/audit/verify"))
+
+    def audit_acknowledge(self, reason: str) -> Acknowledgement:
+        from registry.audit.quarantine import Acknowledgement
+
+        data = self._request("POST", "/v1/audit/acknowledgements", json={"reason": reason})
+        return Acknowledgement.model_validate(data)
 
     def get_attestation(self, decision_id: str) -> dict[str, Any]:
         envelope: dict[str, Any] = self._request("GET", f"/v1/decisions/{decision_id}/attestation")

@@ -8,13 +8,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, BaseModel, Field
 
-from registry.api.deps import DatabaseDep
+from registry.api.deps import DatabaseDep, PrincipalDep
 from registry.api.limits import MAX_INT32, NO_NUL
 from registry.api.paging import Cursor, TrailOffset, WithTotal
+from registry.audit.quarantine import MAX_REASON, Acknowledgement, acknowledge
 from registry.audit.service import AuditEventView, ChainReport, list_events, verify
 from registry.records.views import TrailPage
+
+
+class AcknowledgeRequest(BaseModel):
+    reason: str = Field(max_length=MAX_REASON, description="Why the failure is known and repaired.")
 
 
 def audit_router() -> APIRouter:
@@ -69,5 +74,18 @@ def audit_router() -> APIRouter:
     def verify_chain(database: DatabaseDep) -> ChainReport:
         with database.reading() as session:
             return verify(session)
+
+    @router.post(
+        "/audit/acknowledgements",
+        response_model=Acknowledgement,
+        status_code=201,
+        operation_id="audit_acknowledge",
+        summary="Acknowledge every problem the integrity check reports now (admin): lifts "
+        "the quarantine of a known, repaired failure; 409 when the registry verifies",
+    )
+    def acknowledge_problems(
+        body: AcknowledgeRequest, database: DatabaseDep, principal: PrincipalDep
+    ) -> Acknowledgement:
+        return acknowledge(database, principal=principal, reason=body.reason)
 
     return router

@@ -124,6 +124,7 @@ def enforce_saved(session: Session) -> None:
     whose signature fails is an error too: the gate fails closed, never open.
     """
     from registry.audit.chain import event_at, extent
+    from registry.audit.integrity import QUARANTINE_HINT
     from registry.errors import Tampered, Unavailable
     from registry.keys import load_public_key, signing_key
 
@@ -146,6 +147,7 @@ def enforce_saved(session: Session) -> None:
     )
     if found:
         raise Tampered(
-            f"the audit chain contradicts the saved checkpoint {configured}: {found[0]}",
+            f"the registry is quarantined: the audit chain contradicts the saved checkpoint "
+            f"{configured}: {found[0]}; {QUARANTINE_HINT}",
             details={"problems": found},
         )

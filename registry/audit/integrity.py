@@ -21,32 +21,46 @@ per Database object (one per process in the API server and the CLI) and, per che
    sequence number (a deleted middle event). The first check in a process walks from
    the first event, and so does any check more than FULL_REWALK_S after the last full
    walk, which bounds how long an edit of an old event unrelated to any decision can
-   go unseen by a long-running server (`audit verify` sees it at once).
-2. Rows, for this decision only: every version of each series the decision reads (plan,
+   go unseen by a long-running server (`audit verify` sees it at once; so does the
+   next sweep of step 2).
+2. The whole registry (`Guard.check_registry`, the quarantine: registry.audit.quarantine):
+   the rows recorded by the events added since the last check, against the ledger; and
+   a *sweep*: one fingerprint scan per covered table inside the database
+   (registry.storage.fingerprints; the audit events' too), which must equal the last
+   passing sweep's plus the new rows'. A difference means an event or a row verified
+   earlier changed: the chain is walked again or every row checked, to name it. The
+   scans read every row (seconds at a million events); CAPGATE_QUARANTINE_SWEEP_S may
+   space them out, at the price of seeing an edit at the next sweep, not the next check.
+3. Rows, for this decision only: every version of each series the decision reads (plan,
    workload, provider, evidence, and every waiver, since any may apply), the staleness,
    withdrawal and approval rows of those evidence and waiver versions, the previous
    decision whose calibration it reuses, and the recomputation it uses, each against
    the ledger in both directions (no forged row, no deleted one), plus the events that
    recorded them re-hashed with their links to the next event. A handful of indexed
    queries, independent of the registry's size.
-3. Before its own event is appended, step 1 again inside the writing transaction: the
+4. Before its own event is appended, step 1 again inside the writing transaction: the
    gate never extends a chain that does not verify.
 
-Any problem raises Tampered: the gate ends in an error (exit 2), never in allow.
+Any problem raises Tampered: the gate ends in an error (exit 2), never in allow. Problems
+an admin acknowledged (registry.audit.acknowledgements) are left out.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from registry.audit import rows as R
+from registry.audit.acknowledgements import acknowledged_keys, unacknowledged
 from registry.audit.chain import (
     GENESIS,
     ChainWalk,
@@ -60,6 +74,12 @@ from registry.audit.chain import (
 )
 from registry.digest import content_digest
 from registry.errors import Tampered
+from registry.storage.fingerprints import (
+    Fingerprint,
+    events_fingerprint,
+    fingerprint,
+    fingerprints,
+)
 from registry.storage.models import (
     AuditEventRow,
     DecisionRow,
@@ -77,6 +97,21 @@ if TYPE_CHECKING:
 
 # A process re-walks the whole chain at least this often (seconds); see the module text.
 FULL_REWALK_S = 600.0
+
+SWEEP_ENV = "CAPGATE_QUARANTINE_SWEEP_S"
+
+
+def sweep_interval() -> float:
+    """Seconds between two fingerprint sweeps of a process (0, the default: every check).
+
+    A sweep reads every covered row inside the database, which grows with the registry
+    (docs/production.md, *Quarantine*); a busy server on a large registry may space them
+    out, and a row edited in SQL is then seen by the first sweep after it, not the first
+    check. A value that is not a number of seconds is 0: the safe side."""
+    try:
+        return max(0.0, float(os.environ.get(SWEEP_ENV, "0")))
+    except ValueError:
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +133,10 @@ class Ledger:
     # (table, subject) -> keys: records by "kind/name", the others by SUBJECT_FIELDS.
     subjects: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     series: dict[str, set[str]] = field(default_factory=dict)  # kind -> names
+    # Every (table, key) in the order the events recorded them, and those events' numbers
+    # (ascending): the rows recorded after a given event are a bisection away.
+    added: list[tuple[str, str]] = field(default_factory=list)
+    added_seqs: list[int] = field(default_factory=list)
     # Problems in what the events say (not in their hashes): see `take`.
     problems: list[str] = field(default_factory=list)
 
@@ -136,6 +175,8 @@ class Ledger:
                 )
             return
         self.rows[table][key] = Recorded(seq=seq, digest=digest)
+        self.added.append((table, key))
+        self.added_seqs.append(seq)
         if table == R.RECORDS:
             kind, name = fields.get("kind"), fields.get("name")
             if isinstance(kind, str) and isinstance(name, str):
@@ -355,19 +396,20 @@ def verify_registry(session: Session) -> tuple[Ledger, list[str]]:
     _snapshot(session)
     ledger = Ledger()
     ledger.advance(session)
+    found = ledger.all_problems
+    return ledger, found + _settled(session, ledger, lambda: _table_problems(session, ledger))
+
+
+def _table_problems(session: Session, ledger: Ledger) -> list[str]:
+    """Every row of every covered table against the ledger, both ways."""
     events = _Events(session, ledger)
     repo = IntegrityRepository(session)
-
-    def rows() -> list[str]:
-        records = _stored_records(repo, repo.records(content=True))
-        problems = compare(events, R.RECORDS, records, ledger.rows[R.RECORDS])
-        for table, model in _MODELS.items():
-            stored = _stored_rows(table, repo.rows(model), repo)
-            problems += compare(events, table, stored, ledger.rows[table])
-        return problems
-
-    found = ledger.all_problems
-    return ledger, found + _settled(session, ledger, rows)
+    records = _stored_records(repo, repo.records(content=True))
+    problems = compare(events, R.RECORDS, records, ledger.rows[R.RECORDS])
+    for table, model in _MODELS.items():
+        stored = _stored_rows(table, repo.rows(model), repo)
+        problems += compare(events, table, stored, ledger.rows[table])
+    return problems
 
 
 # ---- the gate's guard --------------------------------------------------------------------
@@ -391,12 +433,102 @@ def _one_line(problems: list[str]) -> str:
     )
 
 
+QUARANTINE_HINT = (
+    "every gate check is refused until the registry verifies again: repair what is named "
+    "and run `capgate audit verify`, or an admin acknowledges a known, repaired failure "
+    "(`capgate audit acknowledge --reason ...`)"
+)
+
+
+def _quarantine_line(problems: list[str]) -> str:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"the registry is quarantined: {problems[0]}{more}; {QUARANTINE_HINT}"
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """The fingerprints of every covered table when its rows last verified, and the
+    last event walked then: the rows recorded after it are the only ones to check."""
+
+    seq: int
+    tables: dict[str, Fingerprint]
+
+
+def _new_keys(ledger: Ledger, after: int) -> dict[str, list[str]]:
+    """The keys each covered table gained in events after `after`."""
+    out: dict[str, list[str]] = {}
+    for table, key in ledger.added[bisect_right(ledger.added_seqs, after) :]:
+        out.setdefault(table, []).append(key)
+    return out
+
+
+_KEY_ATTRIBUTES: dict[str, Any] = {
+    R.DECISIONS: DecisionRow.id,
+    R.STALENESS: StalenessRow.id,
+    R.WITHDRAWALS: WithdrawalRow.id,
+    R.WAIVER_APPROVALS: WaiverApprovalRow.waiver_record_id,
+    R.RECOMPUTATIONS: RecomputationRow.id,
+    R.POLICY_RELEASES: PolicyReleaseRow.id,
+    R.POLICY_RELEASE_APPROVALS: PolicyReleaseApprovalRow.release_id,
+}
+
+
+def _typed(table: str, keys: Iterable[str]) -> list[int | str]:
+    return [key if table == R.DECISIONS else int(key) for key in keys]
+
+
+def _new_row_problems(session: Session, ledger: Ledger, new: dict[str, list[str]]) -> list[str]:
+    """The rows recorded since the baseline, each against its event (both ways)."""
+    repo = IntegrityRepository(session)
+    events = _Events(session, ledger)
+    problems: list[str] = []
+    for table, keys in new.items():
+        ids = _typed(table, keys)
+        if table == R.RECORDS:
+            stored = _stored_records(repo, repo.records([int(i) for i in ids], content=True))
+        else:
+            model = _MODELS[table]
+            stored = _stored_rows(table, repo.rows(model, _KEY_ATTRIBUTES[table], ids), repo)
+        problems += compare(events, table, stored, keys)
+    return problems
+
+
+def _expected(
+    session: Session, baseline: _Baseline, new: dict[str, list[str]]
+) -> dict[str, Fingerprint]:
+    """The baseline plus the fingerprints of the rows recorded since."""
+    out = dict(baseline.tables)
+    for table, keys in new.items():
+        # A record's recorded fields include its refs and raw digests, kept beside it.
+        tables = (
+            (R.RECORDS, "record_refs", "evidence_raw_digests") if table == R.RECORDS else (table,)
+        )
+        for name in tables:
+            out[name] = _plus(out[name], fingerprint(session, name, _typed(table, keys)))
+    return out
+
+
+EVENTS = "audit_events"
+
+
+def _plus(a: Fingerprint, b: Fingerprint) -> Fingerprint:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _repeatable_read(session: Session) -> None:
+    """One snapshot for the walk and the fingerprints (else a write committing between
+    them would show rows whose events were not walked). Before the session's first query."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+
+
 class Guard:
     """One Database's ledger, advanced incrementally by the gate (module text).
 
     The lock guards the ledger; the methods open their own reading sessions inside it,
     so no caller holds a database lock (SQLite's reads take one) while waiting for it.
-    `check_append` runs inside a write and takes no lock at all.
+    `check_append` runs inside a write and takes no lock at all. Problems an admin
+    acknowledged (registry.audit.acknowledgements) are not raised.
     """
 
     def __init__(self) -> None:
@@ -405,8 +537,11 @@ class Guard:
         self._walked_at = 0.0
         # (seq, hash) of the last event verified; replaced whole, so read without the lock.
         self._verified: tuple[int, str] = (0, GENESIS)
+        self._baseline: _Baseline | None = None
+        self._swept_from = 0.0  # when the last passing sweep's reads began (monotonic)
+        self._checked_seq = 0  # the rows recorded up to this event were verified
 
-    def _chain(self, session: Session) -> Ledger:
+    def _chain(self, session: Session, acknowledged: frozenset[str]) -> Ledger:
         ledger = self._ledger
         problems: list[str] = []
         if ledger is None or time.monotonic() - self._walked_at > FULL_REWALK_S:
@@ -415,7 +550,8 @@ class Guard:
             problems += _anchor_problems(session, ledger.chain.seq, ledger.chain.head)
         if not problems:
             ledger.advance(session)
-            problems += ledger.all_problems + _extent_problems(session)
+            problems += ledger.all_problems + extent_problems(session)
+        problems = unacknowledged(problems, acknowledged)
         if problems:
             self._ledger, self._verified = None, (0, GENESIS)  # walk from the start next time
             raise Tampered(_one_line(problems), details={"problems": problems})
@@ -426,14 +562,72 @@ class Guard:
         """Raise Tampered unless the chain verifies (incrementally)."""
         with self._lock, database.reading() as session:
             _snapshot(session)
-            self._chain(session)
+            self._chain(session, acknowledged_keys(session))
+
+    def check_registry(self, database: Database, *, sweep: bool = True) -> None:
+        """Raise Tampered (the registry is quarantined) unless the chain and every row of
+        every covered table verify. Incremental: the events and rows recorded since the
+        last check are verified in full; then, when a sweep is due (every check unless
+        CAPGATE_QUARANTINE_SWEEP_S spaces them out), one fingerprint scan per table in
+        the database (the events' included) must equal the baseline plus the new rows',
+        or some event or row verified earlier changed: then the whole chain or every
+        row is checked again, to name it. A sweep that failed is due again at once.
+        `sweep=False`: not this time (a batch of checks sweeps once, at its start)."""
+        began = time.monotonic()
+        with self._lock, database.reading() as session:
+            _repeatable_read(session)
+            snapshot_at = time.monotonic()
+            acknowledged = acknowledged_keys(session)
+            baseline = self._baseline
+            if baseline is None:
+                self._ledger = None  # a first baseline rests on a walk from the first event
+            # Concurrent checks share a sweep: one that read the database after this
+            # check began saw everything this one would (so waiting checks do not scan).
+            due = baseline is None or (
+                sweep
+                and self._swept_from < began
+                and snapshot_at - self._swept_from >= sweep_interval()
+            )
+            try:
+                ledger = self._chain(session, acknowledged)
+                current = fingerprints(session) if due else {}
+                if (
+                    baseline is not None
+                    and due
+                    and _plus(baseline.tables[EVENTS], events_fingerprint(session, baseline.seq))
+                    != current[EVENTS]
+                ):
+                    self._ledger = None  # an event walked earlier changed: walk them all
+                    ledger = self._chain(session, acknowledged)
+            except Tampered as exc:
+                problems = list(exc.details.get("problems") or [exc.message])
+                raise Tampered(_quarantine_line(problems), details={"problems": problems}) from None
+            if baseline is None:
+                found = _table_problems(session, ledger)
+            else:
+                new = _new_keys(ledger, self._checked_seq)
+                found = _new_row_problems(session, ledger, new)
+                if not found and due:
+                    expected = _expected(session, baseline, _new_keys(ledger, baseline.seq))
+                    if any(expected[t] != current[t] for t in expected if t != EVENTS):
+                        found = _table_problems(session, ledger)
+            found = unacknowledged(found, acknowledged)
+            if not found:
+                self._checked_seq = ledger.chain.seq
+                if due:
+                    self._baseline = _Baseline(seq=ledger.chain.seq, tables=current)
+                    self._swept_from = snapshot_at
+        if found:
+            raise Tampered(_quarantine_line(found), details={"problems": found})
 
     def check_feeds(self, database: Database, feeds: Feeds) -> None:
         """Raise Tampered unless the chain and every row the decision rests on verify."""
         with self._lock, database.reading() as session:
             _snapshot(session)
-            ledger = self._chain(session)
+            acknowledged = acknowledged_keys(session)
+            ledger = self._chain(session, acknowledged)
             problems = _settled(session, ledger, lambda: _feed_problems(session, ledger, feeds))
+            problems = unacknowledged(problems, acknowledged)
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
@@ -445,7 +639,8 @@ class Guard:
         problems = _anchor_problems(session, seq, head)
         if not problems:
             walk(events_after(session, seq), state)
-            problems += state.problems + _extent_problems(session)
+            problems += state.problems + extent_problems(session)
+        problems = unacknowledged(problems, acknowledged_keys(session))
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
@@ -466,7 +661,7 @@ def _anchor_problems(session: Session, seq: int, head: str) -> list[str]:
     return []
 
 
-def _extent_problems(session: Session) -> list[str]:
+def extent_problems(session: Session) -> list[str]:
     count, highest = extent(session)
     if count != highest:
         return [

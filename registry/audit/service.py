@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from registry.audit.acknowledgements import acknowledged_keys, problem_key
 from registry.audit.chain import as_utc, event_at
 from registry.audit.checkpoint import Checkpoint
 from registry.audit.checkpoint import problems as checkpoint_problems
@@ -42,6 +43,11 @@ class ChainReport(BaseModel):
     intact: bool
     problems: list[str]
     head: str | None
+    acknowledged: list[str] = Field(
+        default=[],
+        description="The problems an admin acknowledged (`capgate audit acknowledge`): "
+        "still reported, but they no longer quarantine the registry.",
+    )
     ungoverned_decisions: int = Field(
         default=0,
         description="Decisions taken before the first approved policy release (not checked "
@@ -127,10 +133,12 @@ def verify(session: Session, *, checkpoint: Checkpoint | None = None) -> ChainRe
             highest=ledger.chain.seq,
             event_at_size=(at_size.seq, at_size.hash) if at_size is not None else None,
         )
+    acknowledged = acknowledged_keys(session)
     return ChainReport(
         events=ledger.chain.events,
         intact=not problems,
         problems=problems,
+        acknowledged=[p for p in problems if problem_key(p) in acknowledged],
         head=ledger.chain.head if ledger.chain.events else None,
         ungoverned_decisions=ungoverned,
     )

@@ -30,6 +30,8 @@ WRITES: dict[tuple[str, str], frozenset[Role]] = {
     ("POST", "/gate/rechecks"): frozenset({Role.pipeline, Role.admin}),
     ("POST", "/evidence/{ref}/withdrawals"): frozenset({Role.admin}),
     ("POST", "/tokens"): frozenset({Role.admin}),
+    # Lifting the quarantine of a known, repaired integrity failure (it is audited).
+    ("POST", "/audit/acknowledgements"): frozenset({Role.admin}),
     ("POST", "/tokens/{token_id}/revocation"): frozenset({Role.admin}),
     # Policy releases: submitted by one policy-admin, put in force by another.
     ("POST", "/policy-releases"): frozenset({Role.policy_admin}),

@@ -94,6 +94,7 @@ def recheck_all(
             for decision, plan in GateRepository(session).latest_decision_per_plan()
         ]
     report = RecheckReport(bundle_revision=revision, rechecked=[], up_to_date=[])
+    swept = False  # the registry-wide scans once per recheck, not once per plan
     for decision_id, outcome, bundle, violations_text, plan_ref, stale, manifests in latest:
         if not stale:
             report.up_to_date.append(plan_ref)
@@ -106,7 +107,9 @@ def recheck_all(
             limits=limits,
             now=now,
             manifests=manifests,
+            sweep=not swept,
         )
+        swept = True
         before = _keys(json.loads(violations_text))
         after = _keys(new.violations)
         item = RecheckItem(

@@ -6,10 +6,11 @@ ends in the outcome `error`, which release pipelines treat like a denial (exit 2
 never in `allow`. Where the registry itself is reachable, the error decision is kept
 too, so an auditor sees failed checks as well as passed ones.
 
-A registry that fails its integrity check (its audit chain, or any row the decision
-rests on against the event that wrote it: registry.audit.integrity, whose module text
-says how a check stays fast) is not reachable in that sense: the check raises Tampered
-(exit 2) and keeps nothing, since keeping a decision would extend a broken chain.
+A registry that fails its integrity check (its audit chain, or any row of any plan
+against the event that wrote it: registry.audit.integrity, whose module text says how a
+check stays fast) is not reachable in that sense: it is quarantined
+(registry.audit.quarantine), the check raises Tampered (exit 2) naming the failure and
+keeps nothing, since keeping a decision would extend a broken chain.
 """
 
 from __future__ import annotations
@@ -230,6 +231,7 @@ def check(
     now: datetime | None = None,
     manifests: StatedManifests | ManifestsInput | None = None,
     policy_release: str | None = None,
+    sweep: bool = True,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
 
@@ -243,11 +245,17 @@ def check(
     decision on the same plan version made instead.
 
     Raises Tampered, storing nothing, when the registry fails its integrity check.
+    ``sweep=False``: the registry-wide fingerprint scans are skipped (a batch of checks,
+    such as a recheck, runs them once, with its first check); the rest still runs.
     """
     moment = now or datetime.now(UTC)
     guard = guard_for(database)
     with database.reading() as session:
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
+    # The whole registry, not only this plan's rows: one flipped decision of another
+    # plan quarantines every check (registry.audit.quarantine).
+    guard.check_registry(database, sweep=sweep)
+    with database.reading() as session:
         # Before any work: a bundle other than the approved release decides nothing
         # (its rows are verified with the decision's other feeds below).
         in_force = release_for_decision(

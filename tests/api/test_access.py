@@ -197,6 +197,10 @@ SAMPLES: dict[tuple[str, str], Callable[[World], Request]] = {
     ("GET", "/v1/decision-logs"): lambda w: ("/v1/decision-logs", {}),
     ("GET", "/v1/audit/events"): lambda w: ("/v1/audit/events", {}),
     ("GET", "/v1/audit/verify"): lambda w: ("/v1/audit/verify", {}),
+    ("POST", "/v1/audit/acknowledgements"): lambda w: (
+        "/v1/audit/acknowledgements",
+        {"json": {"reason": "access test"}},
+    ),
     ("GET", "/v1/tokens"): lambda w: ("/v1/tokens", {}),
     ("POST", "/v1/tokens"): lambda w: (
         "/v1/tokens",
@@ -208,7 +212,11 @@ SAMPLES: dict[tuple[str, str], Callable[[World], Request]] = {
     ),
 }
 # Allowed, but the sample is refused on its merits (proves the role passed the guard).
-EXPECTED_REFUSAL = {("POST", "/v1/evidence/import"): 422}
+EXPECTED_REFUSAL = {
+    ("POST", "/v1/evidence/import"): 422,
+    # The registry verifies: nothing to acknowledge.
+    ("POST", "/v1/audit/acknowledgements"): 409,
+}
 
 
 def app_routes(app: FastAPI) -> list[tuple[str, str]]:

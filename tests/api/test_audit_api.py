@@ -47,6 +47,7 @@ def test_events_list_every_write_newest_first(client: TestClient) -> None:
         "intact": True,
         "problems": [],
         "head": page["items"][0]["hash"],
+        "acknowledged": [],
         "ungoverned_decisions": 0,
     }
 
