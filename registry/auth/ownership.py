@@ -317,20 +317,14 @@ def check_publish(
     return _new_team(identity, kind, record, plan_team, team)
 
 
-def claim(ctx: WriteContext, kind: RecordKind, name: str, team: str) -> None:
-    """Record the first publisher's team as the series' owner (in the write's unit)."""
-    _assign(ctx, kind, name, team, FIRST_PUBLISHER, action="series.claim", previous=None)
+def claim(ctx: WriteContext, kind: RecordKind, name: str, team: str) -> dict[str, Any]:
+    """Store the first publisher's team as the series' owner, in the write's unit; the
+    returned row entry goes in the submission's own audit event."""
+    return series_owner_entry(_add_row(ctx, kind, name, team, FIRST_PUBLISHER))
 
 
-def _assign(
-    ctx: WriteContext,
-    kind: RecordKind,
-    name: str,
-    team: str,
-    reason: str,
-    *,
-    action: str,
-    previous: str | None,
+def _add_row(
+    ctx: WriteContext, kind: RecordKind, name: str, team: str, reason: str
 ) -> SeriesOwnerRow:
     row = SeriesOwnerRow(
         kind=kind.value,
@@ -342,18 +336,21 @@ def _assign(
     )
     ctx.session.add(row)
     settle(ctx.session, row)
+    return row
+
+
+def _transfer_event(ctx: WriteContext, row: SeriesOwnerRow, previous: str | None) -> None:
     ctx.record_event(
-        action,
+        "series.transfer",
         {
-            "kind": kind.value,
-            "name": name,
-            "team": team,
+            "kind": row.kind,
+            "name": row.name,
+            "team": row.team,
             "previous_team": previous,
-            "reason": reason,
+            "reason": row.reason,
             ROWS_KEY: [series_owner_entry(row)],
         },
     )
-    return row
 
 
 def transfer(
@@ -369,7 +366,7 @@ def transfer(
     current, _ = team_of(ctx.session, kind, name)
     if current == team:
         raise Conflict(f"{kind.value} {name} already belongs to team {team}")
-    _assign(ctx, kind, name, team, reason, action="series.transfer", previous=current)
+    _transfer_event(ctx, _add_row(ctx, kind, name, team, reason), current)
     return owner_of(ctx.session, kind, name)
 
 

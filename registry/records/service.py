@@ -293,6 +293,8 @@ def submit(
 
     settle(ctx.session, row)
     staleness_rows: list[StalenessRow] = []
+    # A new series' owner team (registry.auth.ownership), recorded in this same event.
+    owner_rows = [] if new_team is None else [claim(ctx, kind, record.name, new_team)]
     staled = on_new_version(ctx, kind=kind, row=row, written=staleness_rows)
     review = None
     if kind is RecordKind.observation:
@@ -313,11 +315,10 @@ def submit(
             ROWS_KEY: [
                 record_entry(row, refs=ref_ids, raw_digests=raw_digests),
                 *(staleness_entry(s) for s in staleness_rows),
+                *owner_rows,
             ],
         },
     )
-    if new_team is not None:
-        claim(ctx, kind, record.name, new_team)
     if review is not None and review.drift.review:
         from registry.observe.review import REVIEW_EVENT
 
