@@ -133,6 +133,13 @@ def _latest_content(session: Session, kind: RecordKind, name: str) -> dict[str, 
     return content
 
 
+def _published(session: Session, kind: RecordKind, name: str) -> bool:
+    found = session.scalar(
+        select(RecordRow.id).where(RecordRow.kind == kind.value, RecordRow.name == name).limit(1)
+    )
+    return found is not None
+
+
 def _plan_named(kind: RecordKind, content: dict[str, Any]) -> str | None:
     if kind in (RecordKind.waiver, RecordKind.observation):
         value = content.get("plan")
@@ -293,8 +300,8 @@ def check_publish(
     """
     if team is not None:
         _check_team_name(team, "team")
-    current, source = team_of(ctx.session, kind, record.name)
-    exists = source != "unowned" or _latest_content(ctx.session, kind, record.name) is not None
+    current, _ = team_of(ctx.session, kind, record.name)
+    exists = _published(ctx.session, kind, record.name)
     claimed = bool(_rows(ctx.session, kind, record.name))
     if current is not None and not identity.member_of(current):
         raise Forbidden(
@@ -303,7 +310,8 @@ def check_publish(
         )
     if exists and current is None and identity.teams is not None:
         raise Forbidden(
-            f"{kind.value} {record.name} has no owner team (it predates series ownership); "
+            f"{kind.value} {record.name} has no owner team (published before series "
+            "ownership, or locally without one); "
             f"an admin names one with `capgate owner transfer {kind.value} {record.name} "
             "--team TEAM`"
         )

@@ -253,7 +253,7 @@ def test_series_without_an_owner_row(teams: Teams) -> None:
     for who in (alice, bob):
         refused = teams.post("/v1/workloads", who, json=legacy)
         assert refused.status_code == 403
-        assert "has no owner team (it predates series ownership)" in refused.json()["message"]
+        assert "has no owner team (published before series ownership" in refused.json()["message"]
     _local(teams.database, RecordKind.workload, legacy)  # the database file is their boundary
     admin = teams.as_("root", "platform", ("admin",))
     body = {"team": TEAM, "reason": "adopted after the upgrade"}
