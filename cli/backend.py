@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 class Backend(Protocol):
     def submit(
-        self, kind: RecordKind, document: dict[str, Any], *, source: str
+        self, kind: RecordKind, document: dict[str, Any], *, source: str, team: str | None = None
     ) -> SubmitResult: ...
 
     def get(self, kind: RecordKind, ref: str) -> RecordView: ...
@@ -84,7 +84,9 @@ class LocalBackend:
 
         return Database(self.database_url)
 
-    def submit(self, kind: RecordKind, document: dict[str, Any], *, source: str) -> SubmitResult:
+    def submit(
+        self, kind: RecordKind, document: dict[str, Any], *, source: str, team: str | None = None
+    ) -> SubmitResult:
         from registry.errors import InvalidInput
         from registry.records import service
         from registry.records.documents import validate_record
@@ -92,7 +94,7 @@ class LocalBackend:
         record = validate_record(kind, document, source=source)
         try:
             return self.database.write(
-                lambda ctx: service.submit(ctx, kind=kind, record=record),
+                lambda ctx: service.submit(ctx, kind=kind, record=record, team=team),
                 principal=self.principal,
             )
         except InvalidInput as exc:
@@ -292,10 +294,15 @@ class RemoteBackend:
             source=source,
         )
 
-    def submit(self, kind: RecordKind, document: dict[str, Any], *, source: str) -> SubmitResult:
+    def submit(
+        self, kind: RecordKind, document: dict[str, Any], *, source: str, team: str | None = None
+    ) -> SubmitResult:
         from registry.records.views import SubmitResult
 
-        data = self._request("POST", f"/v1/{kind.collection}", json=document, source=source)
+        params = {"team": team} if team is not None else None
+        data = self._request(
+            "POST", f"/v1/{kind.collection}", json=document, source=source, params=params
+        )
         return SubmitResult.model_validate(data)
 
     def get(self, kind: RecordKind, ref: str) -> RecordView:

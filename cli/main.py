@@ -153,6 +153,13 @@ def _policy() -> typer.Typer:
 
 
 @cache
+def _owner() -> typer.Typer:
+    from cli.owners import owner_app
+
+    return owner_app
+
+
+@cache
 def _catalog() -> typer.Typer:
     from cli.catalog import catalog_app
 
@@ -171,6 +178,7 @@ GROUPS: dict[str, Callable[[], typer.Typer]] = {
     "audit": _audit,
     "token": _token,
     "policy": _policy,
+    "owner": _owner,
     "catalog": _catalog,
 }
 

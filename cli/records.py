@@ -56,15 +56,24 @@ def record_commands(kind_value: str, help_text: str, *, list_command: bool = Tru
         file: Annotated[Path, typer.Argument(help="YAML or JSON file holding one record.")],
         server: ServerOpt = None,
         json_out: JsonOpt = False,
+        team: Annotated[
+            str | None,
+            typer.Option(
+                "--team",
+                help="The team that owns a new series (default: the plan's team, the record's "
+                "owner if it is one of yours, else your team). Later versions keep the owner.",
+            ),
+        ] = None,
     ) -> None:
         """Submit a record: content identical to the latest version is that version; changed
-        content, or an earlier version's (a revert), is the next version."""
+        content, or an earlier version's (a revert), is the next version. Only members of
+        the series' owner team publish its next version."""
         from cli.backend import open_backend
         from registry.records.documents import load_document
 
         kind = _kind(kind_value)
         document = load_document(file)
-        result = open_backend(server).submit(kind, document, source=str(file))
+        result = open_backend(server).submit(kind, document, source=str(file), team=team)
         if json_out:
             emit_json(result)
             return

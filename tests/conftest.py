@@ -68,7 +68,7 @@ def _empty_tables(database: Database) -> None:
             text(
                 "TRUNCATE staleness, decision_attestations, decisions, recomputations, "
                 "waiver_approvals, policy_release_approvals, policy_releases, api_tokens, "
-                "policy_decision_logs, policy_bundles, record_refs, "
+                "policy_decision_logs, policy_bundles, series_owners, record_refs, "
                 "records, audit_events RESTART IDENTITY CASCADE"
             )
         )

@@ -26,6 +26,7 @@ from registry.api.evidence import evidence_router
 from registry.api.evidence_lifecycle import evidence_lifecycle_router
 from registry.api.gate import gate_router
 from registry.api.limits import install_body_limit
+from registry.api.owners import owners_router
 from registry.api.policy_releases import policy_releases_router
 from registry.api.query_guard import reject_unknown_query
 from registry.api.records import records_router
@@ -141,6 +142,7 @@ def create_app(
         tokens_router(),
         waiver_approvals_router(),
         policy_releases_router(),
+        owners_router(),
         bundles_router(),
         records_router(),
     ):

@@ -23,7 +23,7 @@ from pydantic import Field
 from starlette.routing import Match
 from starlette.types import Scope
 
-from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.deps import DatabaseDep, IdentityDep
 from registry.api.limits import Offset, PathText
 from registry.errors import FieldProblem, InvalidInput
 from registry.records.views import Page, SubmitResult
@@ -218,7 +218,7 @@ def evidence_router() -> APIRouter:
         request: Request,
         response: Response,
         database: DatabaseDep,
-        principal: PrincipalDep,
+        identity: IdentityDep,
         files: Annotated[list[UploadFile], File(description="Result files of one tool.")],
         workload: Annotated[str, Form(description="Workload reference measured against.")],
         provider: Annotated[str, Form(description="Provider reference measured against.")],
@@ -312,7 +312,10 @@ def evidence_router() -> APIRouter:
         )
 
         def work() -> list[ImportResult]:
-            return import_files(database, inputs, options, principal=principal)
+            # The evidence series belong to the plan's team (registry.auth.ownership).
+            return import_files(
+                database, inputs, options, principal=identity.subject, identity=identity
+            )
 
         try:
             # Parsing and writing block: keep them off the event loop.

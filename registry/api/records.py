@@ -8,7 +8,6 @@ from fastapi import APIRouter, Body, Query, Response, status
 
 from registry.api.deps import DatabaseDep, IdentityDep
 from registry.api.limits import Offset, PathText
-from registry.auth.ownership import check_can_publish
 from registry.records import service
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
@@ -38,13 +37,17 @@ def _routes_for(router: APIRouter, kind: RecordKind) -> None:
         response: Response,
         database: DatabaseDep,
         identity: IdentityDep,
+        team: Annotated[
+            str | None,
+            Query(max_length=128, description="The owner team of a new series (see ownership)."),
+        ] = None,
     ) -> SubmitResult:
         record = validate_record(kind, body)
 
         def work(ctx: WriteContext) -> SubmitResult:
-            # In the write's transaction: the owner checked is the owner written after.
-            check_can_publish(ctx, identity, kind, record)
-            return service.submit(ctx, kind=kind, record=record)
+            # Ownership is checked in the write's transaction (registry.auth.ownership):
+            # the owner checked is the owner written after.
+            return service.submit(ctx, kind=kind, record=record, identity=identity, team=team)
 
         result = database.write(work, principal=identity.subject)
         if not result.created:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.deps import DatabaseDep, IdentityDep
+from registry.auth.ownership import check_approve
 from registry.errors import NotFound
 from registry.gate.waiver_approvals import WaiverApproval, approval_of, approve, pending
+from registry.records.kinds import RecordKind
+from registry.records.service import resolve
+from registry.storage.database import WriteContext
+from registry.storage.repository import RecordRepository
 
 
 class ApproveRequest(BaseModel):
@@ -38,11 +43,15 @@ def waiver_approvals_router() -> APIRouter:
         summary="Approve a waiver someone else requested (approver role)",
     )
     def approve_waiver(
-        ref: str, body: ApproveRequest, database: DatabaseDep, principal: PrincipalDep
+        ref: str, body: ApproveRequest, database: DatabaseDep, identity: IdentityDep
     ) -> WaiverApproval:
-        return database.write(
-            lambda ctx: approve(ctx, ref=ref, comment=body.comment), principal=principal
-        )
+        def work(ctx: WriteContext) -> WaiverApproval:
+            # Whose approvers may approve is policy data (registry.auth.ownership).
+            waiver = resolve(RecordRepository(ctx.session), RecordKind.waiver, ref, loc="ref")
+            check_approve(ctx, identity, waiver)
+            return approve(ctx, ref=ref, comment=body.comment)
+
+        return database.write(work, principal=identity.subject)
 
     @router.get(
         "/waivers/{ref}/approval",

@@ -86,6 +86,7 @@ from registry.storage.models import (
     PolicyReleaseApprovalRow,
     PolicyReleaseRow,
     RecomputationRow,
+    SeriesOwnerRow,
     StalenessRow,
     WaiverApprovalRow,
     WithdrawalRow,
@@ -224,6 +225,9 @@ def _label(table: str, key: str, fields: dict[str, Any] | None) -> str:
         return f"policy_releases id {key}{named}"
     if table == R.POLICY_RELEASE_APPROVALS:
         return f"policy_release_approvals of release {key}"
+    if table == R.SERIES_OWNERS:
+        named = f" ({fields['kind']} {fields['name']})" if "kind" in fields else ""
+        return f"series_owners id {key}{named}"
     about = {
         R.STALENESS: ("evidence record", "evidence_record_id"),
         R.WITHDRAWALS: ("evidence record", "evidence_record_id"),
@@ -348,6 +352,8 @@ def _stored_rows(
             out[str(row.id)] = Stored(R.policy_release_fields(row))
         elif table == R.POLICY_RELEASE_APPROVALS:
             out[str(row.release_id)] = Stored(R.policy_release_approval_fields(row))
+        elif table == R.SERIES_OWNERS:
+            out[str(row.id)] = Stored(R.series_owner_fields(row))
         else:
             broken = None
             if not R.text_intact(row.result, row.digest):
@@ -364,6 +370,7 @@ _MODELS: dict[str, Any] = {
     R.RECOMPUTATIONS: RecomputationRow,
     R.POLICY_RELEASES: PolicyReleaseRow,
     R.POLICY_RELEASE_APPROVALS: PolicyReleaseApprovalRow,
+    R.SERIES_OWNERS: SeriesOwnerRow,
 }
 
 
@@ -470,6 +477,7 @@ _KEY_ATTRIBUTES: dict[str, Any] = {
     R.RECOMPUTATIONS: RecomputationRow.id,
     R.POLICY_RELEASES: PolicyReleaseRow.id,
     R.POLICY_RELEASE_APPROVALS: PolicyReleaseApprovalRow.release_id,
+    R.SERIES_OWNERS: SeriesOwnerRow.id,
 }
 
 

@@ -43,6 +43,7 @@ WAIVER_APPROVALS = "waiver_approvals"
 RECOMPUTATIONS = "recomputations"
 POLICY_RELEASES = "policy_releases"
 POLICY_RELEASE_APPROVALS = "policy_release_approvals"
+SERIES_OWNERS = "series_owners"
 COVERED_TABLES = (
     RECORDS,
     DECISIONS,
@@ -52,6 +53,7 @@ COVERED_TABLES = (
     RECOMPUTATIONS,
     POLICY_RELEASES,
     POLICY_RELEASE_APPROVALS,
+    SERIES_OWNERS,
 )
 
 # The field that groups a table's rows by what they are about, so that one decision can
@@ -170,6 +172,18 @@ def policy_release_approval_fields(row: Any) -> dict[str, Any]:
     }
 
 
+def series_owner_fields(row: Any) -> dict[str, Any]:
+    """Who owns a series from when (registry.auth.ownership): a claim or a transfer."""
+    return {
+        "kind": row.kind,
+        "name": row.name,
+        "team": row.team,
+        "assigned_by": row.assigned_by,
+        "assigned_at": _at(row.assigned_at),
+        "reason_sha256": _sha(row.reason),
+    }
+
+
 def recomputation_fields(row: Any) -> dict[str, Any]:
     """The result itself is checked against `digest` on every read."""
     return {
@@ -221,6 +235,10 @@ def policy_release_entry(row: Any) -> dict[str, Any]:
 def policy_release_approval_entry(row: Any) -> dict[str, Any]:
     """Keyed by the release it approves, of which there is one approval."""
     return entry(POLICY_RELEASE_APPROVALS, row.release_id, policy_release_approval_fields(row))
+
+
+def series_owner_entry(row: Any) -> dict[str, Any]:
+    return entry(SERIES_OWNERS, row.id, series_owner_fields(row))
 
 
 def recomputation_entry(row: Any) -> dict[str, Any]:

@@ -29,6 +29,8 @@ WRITES: dict[tuple[str, str], frozenset[Role]] = {
     ("POST", "/gate/checks"): frozenset({Role.pipeline}),
     ("POST", "/gate/rechecks"): frozenset({Role.pipeline, Role.admin}),
     ("POST", "/evidence/{ref}/withdrawals"): frozenset({Role.admin}),
+    # Who owns a series decides who may write it: moving it is an admin's act.
+    ("POST", "/owners/{kind}/{name}/transfers"): frozenset({Role.admin}),
     ("POST", "/tokens"): frozenset({Role.admin}),
     # Lifting the quarantine of a known, repaired integrity failure (it is audited).
     ("POST", "/audit/acknowledgements"): frozenset({Role.admin}),

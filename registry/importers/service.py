@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 
 from pydantic import Field
 
+from registry.auth.identity import Identity as Caller
 from registry.errors import Conflict, FieldProblem, InvalidInput, NotFound
 from registry.importers.common import NO_ZONE_NOTE, MeasuredAtSource, is_time_note
 from registry.importers.identity import Identity
@@ -156,6 +157,7 @@ def import_files(
     options: ImportOptions,
     *,
     principal: str,
+    identity: Caller | None = None,
 ) -> list[ImportResult]:
     """Import result files as evidence records, all in one transaction.
 
@@ -167,7 +169,9 @@ def import_files(
     converted = convert_files(files, options)
     if options.prometheus is not None:
         converted = with_server_series(database, converted, options, principal=principal)
-    return database.write(lambda ctx: submit_converted(ctx, converted), principal=principal)
+    return database.write(
+        lambda ctx: submit_converted(ctx, converted, identity=identity), principal=principal
+    )
 
 
 # How the note on a time without a zone ends when that time was read as UTC (common.py).
@@ -324,8 +328,11 @@ def _hold_against_provider(
     return record, [f"{item.file_name}: {note}" for note in notes]
 
 
-def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[ImportResult]:
-    """Submit records from `convert_files` in the caller's transaction."""
+def submit_converted(
+    ctx: WriteContext, converted: Sequence[Converted], *, identity: Caller | None = None
+) -> list[ImportResult]:
+    """Submit records from `convert_files` in the caller's transaction, as `identity`
+    (None: the local user) for the ownership check."""
     from registry.records import service
 
     results: list[ImportResult] = []
@@ -338,7 +345,9 @@ def submit_converted(ctx: WriteContext, converted: Sequence[Converted]) -> list[
                 _check_server_window(item, record)
                 notes += [f"{record.name}: server series: {n}" for n in record.server.notes]
             # The one caller allowed to state provenance.entry: imported.
-            result = service.submit(ctx, kind=RecordKind.evidence, record=record, via_import=True)
+            result = service.submit(
+                ctx, kind=RecordKind.evidence, record=record, via_import=True, identity=identity
+            )
         except InvalidInput as exc:
             exc.source = exc.source or item.file_name
             raise

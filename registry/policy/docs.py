@@ -51,6 +51,8 @@ MEANINGS: dict[str, str] = {
     "staleness": "material-change limits that make evidence stale",
     "tp_fast_interconnects": "interconnects tensor parallelism may run over",
     "tp_min_latency_gain": "p99 latency gain TP must show at equal GPUs",
+    "waiver_approval": "who may approve a waiver: an approver of the plan's team "
+    "(`plan_team`) or any (`any_team`); `global_approver_teams` approve every team's",
     "waiver_max_lifetime_days": "latest expiry a waiver may state (checked at submission)",
     "warmup_measured_max_excess": "how far a measured warm-up may exceed the stated one",
 }

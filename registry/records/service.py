@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
+from registry.auth.identity import Identity, local_identity
 from registry.digest import canonical_json, content_digest
 from registry.errors import FieldProblem, InvalidInput, NotFound, Tampered, Unavailable
 from registry.records.common import Metadata
@@ -195,7 +196,13 @@ def _refuse_reviving_withdrawn(ctx: WriteContext, reverted: RecordRow) -> None:
 
 
 def submit(
-    ctx: WriteContext, *, kind: RecordKind, record: Metadata, via_import: bool = False
+    ctx: WriteContext,
+    *,
+    kind: RecordKind,
+    record: Metadata,
+    via_import: bool = False,
+    identity: Identity | None = None,
+    team: str | None = None,
 ) -> SubmitResult:
     """Store `record` as the next version of its series, or return the identical latest.
 
@@ -205,7 +212,9 @@ def submit(
     identical to an earlier version is a revert: stored again as the next version, so the
     name resolves to it, with `reverts` naming the earlier version.
     `via_import` is True only on the import path (registry.importers.service), the one
-    writer allowed to state `provenance.entry: imported`.
+    writer allowed to state `provenance.entry: imported`. `identity` is who publishes
+    (None: the local user of an embedded registry) and `team` the owner team asked for
+    a new series (registry.auth.ownership).
     """
     if kind is RecordKind.evidence and not via_import:
         _refuse_claimed_provenance(cast(LoadTestEvidence, record))
@@ -230,6 +239,17 @@ def submit(
             ) from None
         targets[ref_field.role] = row
         _set_path(content, ref_field.path, pinned(row.name, row.version))
+    from registry.auth.ownership import check_publish, claim
+
+    plan_row = targets.get("plan")
+    new_team = check_publish(
+        ctx,
+        identity or local_identity(ctx.principal),
+        kind,
+        record,
+        plan=plan_row.name if plan_row is not None else None,
+        team=team,
+    )
     from registry.records.checks import cross_check
 
     pinned_record = kind.schema.model_validate(content)
@@ -273,6 +293,8 @@ def submit(
 
     settle(ctx.session, row)
     staleness_rows: list[StalenessRow] = []
+    # A new series' owner team (registry.auth.ownership), recorded in this same event.
+    owner_rows = [] if new_team is None else [claim(ctx, kind, record.name, new_team)]
     staled = on_new_version(ctx, kind=kind, row=row, written=staleness_rows)
     review = None
     if kind is RecordKind.observation:
@@ -293,6 +315,7 @@ def submit(
             ROWS_KEY: [
                 record_entry(row, refs=ref_ids, raw_digests=raw_digests),
                 *(staleness_entry(s) for s in staleness_rows),
+                *owner_rows,
             ],
         },
     )

@@ -38,6 +38,7 @@ KEY_COLUMNS: Mapping[str, str] = {
     "recomputations": "id",
     "policy_releases": "id",
     "policy_release_approvals": "release_id",
+    "series_owners": "id",
 }
 
 Fingerprint = tuple[int, int]  # (rows, sum of row hashes)

@@ -317,3 +317,24 @@ class PolicyBundleRow(Base):
     key_id: Mapped[str] = mapped_column(String(128))
     first_served_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     first_served_to: Mapped[str] = mapped_column(String(256))
+
+
+class SeriesOwnerRow(Base):
+    """Who owns a record series, from when: inserted once, never changed (migration 0010).
+
+    Each row assigns the series (kind, name) to a team: its first publisher's claim, or
+    an admin's transfer; the row with the highest id is the owner now, the rest its
+    history.
+    """
+
+    __tablename__ = "series_owners"
+    __table_args__ = (Index("ix_series_owners_kind_name", "kind", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(128))
+    team: Mapped[str] = mapped_column(String(256))
+    assigned_by: Mapped[str] = mapped_column(String(256))
+    assigned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # "first publisher", or the admin's stated reason for a transfer.
+    reason: Mapped[str] = mapped_column(Text)

@@ -13,9 +13,9 @@ from registry.errors import SchemaNotCurrent
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0010"
 # Every revision this code knows, oldest first: a database at one of them is older.
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
 
 
 def current_revision(connection: Connection) -> str | None:

@@ -201,6 +201,11 @@ SAMPLES: dict[tuple[str, str], Callable[[World], Request]] = {
         "/v1/audit/acknowledgements",
         {"json": {"reason": "access test"}},
     ),
+    ("GET", "/v1/owners/{kind}/{name}"): lambda w: ("/v1/owners/plan/" + PLAN, {}),
+    ("POST", "/v1/owners/{kind}/{name}/transfers"): lambda w: (
+        f"/v1/owners/workload/reserved-{next(w.counter)}/transfers",
+        {"json": {"team": "team-b", "reason": "named at creation in the access test"}},
+    ),
     ("GET", "/v1/tokens"): lambda w: ("/v1/tokens", {}),
     ("POST", "/v1/tokens"): lambda w: (
         "/v1/tokens",

@@ -65,11 +65,16 @@ def test_2_deleted_middle_event(
 ) -> None:
     seq = seq_of(registered, "provider.submit")
     provider = record_id(registered, "provider", "llama31-8b-h100-vllm", 1)
+    owner = sql(
+        registered, "SELECT id FROM series_owners WHERE kind = 'provider'"
+    ).scalar_one()  # claimed in the same event (migration 0010)
     sql(registered, "DELETE FROM audit_events WHERE seq = :s", s=seq)
     assert problems(registered) == [
         f"event {seq} is missing (next is {seq + 1})",
         f"event {seq + 1} does not follow its predecessor's hash",
         f"records id {provider} (provider llama31-8b-h100-vllm@v1): no audit event recorded "
+        "this row",
+        f"series_owners id {owner} (provider llama31-8b-h100-vllm): no audit event recorded "
         "this row",
     ]
     warm, cold = assert_gate_refuses(registered, fresh_process, engine)
