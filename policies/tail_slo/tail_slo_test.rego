@@ -287,10 +287,10 @@ test_fail_null_prediction_is_a_miss if {
 test_fail_constant_rate_test_for_bursty_workload if {
 	# Evenly spaced arrivals (CV 0) against a workload whose bursts have CV 1.6.
 	ev := object.union(_evidence, {"arrival_cv": 0})
-	{[v.rule, v.details.evidence, v.details.check, v.details.required] |
+	{[v.rule, v.details.evidence, v.details.check, v.details.workload_value, v.details.min_share] |
 		some v in tail_slo.violations
 		v.rule == "evidence_not_representative"
-	} == {["evidence_not_representative", "ev@v1", "arrival", 0.8]} with input as _with({"evidence": [ev]})
+	} == {["evidence_not_representative", "ev@v1", "arrival", 1.6, 0.5]} with input as _with({"evidence": [ev]})
 	"no_evidence_at_peak" in {v.rule | some v in tail_slo.violations} with input as _with({"evidence": [ev]})
 }
 
@@ -302,7 +302,7 @@ test_fail_unknown_arrival_process if {
 test_fail_short_prompts_only if {
 	# The test's prompts reach p99 1200 tokens; the workload's p99 is 6100 (half: 3050).
 	ev := object.union(_evidence, {"per_class": {"interactive": {"prompt_tokens_p99": 1200}}})
-	[v.message | some v in tail_slo.violations; v.rule == "evidence_not_representative"] == ["evidence ev@v1: class interactive was offered prompts with a p99 of 1200 tokens, below 3050 (evidence_min_prompt_p99_share 0.5 of the workload's p99 of 6100; unknown when the file states no prompt lengths): the workload's long prompts were never exercised"] with input as _with({"evidence": [ev]})
+	[v.message | some v in tail_slo.violations; v.rule == "evidence_not_representative"] == ["evidence ev@v1: class interactive was offered prompts with a p99 of 1200 tokens, below evidence_min_prompt_p99_share 0.5 of the workload's p99 of 6100 tokens (unknown when the file states no prompt lengths): the workload's long prompts were never exercised"] with input as _with({"evidence": [ev]})
 }
 
 test_success_unrepresentative_beside_representative_is_a_note if {
