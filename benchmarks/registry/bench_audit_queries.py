@@ -27,13 +27,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import random
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,7 +41,7 @@ from sqlalchemy import Index, create_engine, insert, text
 from sqlalchemy.engine import Engine
 
 from benchmarks.registry.bench_contention import percentile
-from benchmarks.registry.bench_submissions import postgres_database, sqlite_database
+from benchmarks.registry.bench_submissions import chosen_databases
 from registry.api.app import settle_heap
 from registry.audit.service import list_events
 from registry.digest import canonical_json, content_digest
@@ -320,16 +318,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     args = parser.parse_args()
-    backends: list[tuple[str, Callable[[], AbstractContextManager[str]]]] = []
-    if args.backend in ("sqlite", "both"):
-        backends.append(("SQLite", sqlite_database))
-    admin = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
-    if args.backend in ("postgresql", "both"):
-        if admin:
-            backends.append(("PostgreSQL", lambda: postgres_database(admin)))
-        else:
-            progress("PostgreSQL skipped: CAPGATE_TEST_POSTGRES_URL is not set")
-    for backend, make in backends:
+    for backend, make in chosen_databases(args.backend, progress):
         with make() as url:
             progress(f"{backend}: loading {args.rows:,} decisions and audit events")
             began = time.perf_counter()

@@ -33,7 +33,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -41,7 +40,7 @@ from typing import Any
 from sqlalchemy import create_engine, insert
 from sqlalchemy.engine import Engine
 
-from benchmarks.registry.bench_submissions import postgres_database, sqlite_database
+from benchmarks.registry.bench_submissions import chosen_databases
 from registry.audit import rows as R
 from registry.audit.chain import GENESIS, event_body, event_hash
 from registry.audit.integrity import SWEEP_ENV, guard_for
@@ -220,16 +219,7 @@ def main() -> None:
     parser.add_argument("--input-bytes", type=int, default=200)
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     args = parser.parse_args()
-    backends: list[tuple[str, Callable[[], AbstractContextManager[str]]]] = []
-    if args.backend in ("sqlite", "both"):
-        backends.append(("SQLite", sqlite_database))
-    admin = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
-    if args.backend in ("postgresql", "both"):
-        if admin:
-            backends.append(("PostgreSQL", lambda: postgres_database(admin)))
-        else:
-            progress("PostgreSQL skipped: CAPGATE_TEST_POSTGRES_URL is not set")
-    for backend, make in backends:
+    for backend, make in chosen_databases(args.backend, progress):
         with make() as url:
             progress(f"{backend}: loading {args.events:,} audit events")
             began = time.perf_counter()

@@ -19,9 +19,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,24 @@ def postgres_database(admin_url: str) -> Iterator[str]:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def chosen_databases(
+    choice: str, progress: Callable[[str], None]
+) -> list[tuple[str, Callable[[], AbstractContextManager[str]]]]:
+    """The databases a benchmark runs on (``--backend sqlite|postgresql|both``), each a
+    throwaway migrated registry; PostgreSQL only where CAPGATE_TEST_POSTGRES_URL names a
+    server, else said on stderr through ``progress``."""
+    backends: list[tuple[str, Callable[[], AbstractContextManager[str]]]] = []
+    if choice in ("sqlite", "both"):
+        backends.append(("SQLite", sqlite_database))
+    admin = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
+    if choice in ("postgresql", "both"):
+        if admin:
+            backends.append(("PostgreSQL", lambda: postgres_database(admin)))
+        else:
+            progress("PostgreSQL skipped: CAPGATE_TEST_POSTGRES_URL is not set")
+    return backends
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from typer.testing import Result
 
-from tests.factories import EXAMPLE_EVIDENCE, LOAD_TEST_DIR, example_path
+from tests.factories import example_path
 from tests.manifests.helpers import edited_example_manifests
 from tests.report.html_checks import parse
 from tests.support.cli_process import capgate as capgate_process
@@ -24,28 +23,6 @@ from tests.support.cli_runner import Capgate
 
 PLAN = "chat-assistant-prod"
 GITHUB_MAIN = "github:repo:acme/serving:ref:refs/heads/main"
-
-
-@pytest.fixture
-def capgate(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Capgate:
-    """The worked example registered and its load test imported (dated last week)."""
-    for name in ("CAPGATE_SERVER", "CAPGATE_TOKEN", "CAPGATE_POLICY_ENGINE", "CAPGATE_OPA_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("CAPGATE_AUTH_CONFIG", raising=False)
-    monkeypatch.setenv("CAPGATE_DATABASE_URL", database_url)
-    monkeypatch.setenv("CAPGATE_PRINCIPAL", "alice")
-    run = Capgate()
-    for kind in ("workload", "provider", "plan"):
-        run(kind, "submit", str(example_path(kind)))
-    measured_at = (datetime.now(UTC) - timedelta(days=6)).strftime("%Y-%m-%dT00:00:00Z")
-    run(
-        "evidence", "import", "--workload", "chat-assistant", "--provider", "llama31-8b-h100-vllm",
-        "--plan", PLAN, "--replicas", "1", "--measured-at", measured_at,
-        "--class", f"interactive={LOAD_TEST_DIR / 'interactive.profile_export_aiperf.json'}",
-        "--class", f"batch={LOAD_TEST_DIR / 'batch.profile_export_aiperf.json'}",
-        "--name", EXAMPLE_EVIDENCE,
-    )  # fmt: skip
-    return run
 
 
 def check_as(
