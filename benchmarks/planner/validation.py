@@ -8,11 +8,12 @@ unless a case says otherwise, so the errors are those a user gets without eviden
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from benchmarks.planner import profiles
+from benchmarks.planner.cases import Case, Outcome
+from benchmarks.planner.heldout import HELD_OUT_CASES
 from registry.planner.calibration import calibrate
 from registry.planner.catalog import resolve_model
 from registry.planner.memory import GIB, MemoryFit, kv_bytes_per_token, memory_fit
@@ -38,43 +39,6 @@ LLMD = (
 )
 DB = "Databricks, LLM Inference Performance Engineering: Best Practices (2023)"
 PA = "Kwon et al., PagedAttention, SOSP'23"
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    kind: str  # memory | latency | throughput | scaling
-    source: str
-    unit: str
-    published: float
-    compute: Callable[[], float]
-    target: float  # acceptable |relative error|
-    note: str = ""
-    # False when a planner default was read from this case (memory profiles name theirs).
-    held_out: bool = True
-    # Memory cases: the start-up verdict vLLM reached (True = engine started).
-    fits: bool | None = None
-    planner_fits: Callable[[], bool] | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    case: Case
-    predicted: float
-
-    @property
-    def error(self) -> float:
-        return self.predicted / self.case.published - 1.0
-
-    @property
-    def verdict_ok(self) -> bool:
-        """The planner's fit verdict matches vLLM's (true when the case states none)."""
-        c = self.case
-        return c.fits is None or c.planner_fits is None or c.planner_fits() == c.fits
-
-    @property
-    def within(self) -> bool:
-        return abs(self.error) <= self.case.target and self.verdict_ok
 
 
 def _shape(model: str, accel: str = "H100-SXM-80GB") -> object:
@@ -1007,6 +971,21 @@ CASES: tuple[Case, ...] = (
 CASES = CASES + MEMORY_CASES
 CASES = CASES + NERD_CASES
 CASES = CASES + A100_LATENCY_CASES
+
+
+def _vllm_family(case: Case) -> Case:
+    """The vLLM runs above in their accelerator family, for the per-family table; the
+    Databricks figures (TensorRT-LLM, 2023) measure another runtime and stay out of it."""
+    if case.family or case.kind not in ("latency", "throughput"):
+        return case
+    if case.source.startswith(("inference-perf", "llm-d-benchmark", "nerdalert")):
+        return replace(case, family="H100")
+    if case.source == DENNIS_TPOT:
+        return replace(case, family="A100")
+    return case
+
+
+CASES = tuple(_vllm_family(c) for c in CASES) + HELD_OUT_CASES
 
 
 def run_all() -> list[Outcome]:

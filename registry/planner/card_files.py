@@ -43,7 +43,9 @@ Alias = Annotated[
 ]
 Source = Annotated[str, StringConstraints(min_length=10, max_length=2000)]
 Positive = Annotated[float, Field(gt=0)]
+Share = Annotated[float, Field(gt=0, le=1)]
 Count = Annotated[int, Field(ge=1)]
+EfficiencyDType = Literal["bf16", "fp8"]
 
 
 class _Card(BaseModel):
@@ -87,10 +89,33 @@ class ModelCardFile(_Card):
         return self
 
 
+class EfficiencyEntry(BaseModel):
+    """The achievable fractions of peak the step model prices one weight dtype with on an
+    accelerator, and the kernel measurements they were read from.
+
+    ``measured: false`` marks an assumption (carried over from a sibling part, or a
+    datasheet ratio): the planner says so in its notes and widens the stated interval.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mfu: Share = Field(description="Linear layers' share of dense peak at prefill batches.")
+    mbu: Share = Field(description="Share of peak memory bandwidth a decode step streams at.")
+    attn_mfu: Share = Field(description="Prefill attention kernel's share of dense peak.")
+    layer_us: Positive = Field(description="Fixed time per layer of the small kernels, in us.")
+    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
+    source: Source = Field(description="The measurements (or the assumption) and where.")
+
+
 class AcceleratorCardFile(_Card):
     """Spec-sheet figures of one accelerator: dense, not sparse."""
 
     kind: Literal["accelerator"]
+    family: Name | None = Field(
+        default=None,
+        description="Parts whose kernels behave alike (H100 SXM, PCIe and NVL: `H100`); the "
+        "validation error, and so the interval, is stated per family. Defaults to the name.",
+    )
     memory_gib: Positive
     memory_bandwidth_gb_s: Positive
     dense_tflops: dict[DType, Positive] = Field(
@@ -105,6 +130,11 @@ class AcceleratorCardFile(_Card):
         "gpu_memory_utilization; from a public start-up log.",
     )
     exposed_source: str = ""
+    efficiency: dict[EfficiencyDType, EfficiencyEntry] = Field(
+        default_factory=dict,
+        description="Kernel efficiencies per weight dtype (`bf16` covers fp16); a dtype "
+        "without one is priced with the planner's fallback, and says so.",
+    )
 
     @model_validator(mode="after")
     def _exposed(self) -> AcceleratorCardFile:

@@ -21,7 +21,7 @@ from typing import Any
 from registry.errors import FieldProblem, InvalidInput
 from registry.planner import card_files
 from registry.planner.architectures import refusal
-from registry.planner.card_files import AcceleratorCardFile, ModelCardFile
+from registry.planner.card_files import AcceleratorCardFile, EfficiencyEntry, ModelCardFile
 from registry.records.provider import DType, InterconnectKind, ProviderProfile
 
 
@@ -64,6 +64,9 @@ class AcceleratorCard:
     # multiplies by gpu_memory_utilization; None when no public start-up log was found.
     exposed_memory_gib: float | None = None
     exposed_source: str = ""
+    family: str = ""
+    # Kernel efficiencies per weight dtype ("bf16", "fp8"), each with its measurements.
+    efficiency: Mapping[str, EfficiencyEntry] = field(default_factory=dict)
 
 
 def _model(card: ModelCardFile) -> ModelCard:
@@ -72,9 +75,13 @@ def _model(card: ModelCardFile) -> ModelCard:
 
 
 def _accelerator(card: AcceleratorCardFile) -> AcceleratorCard:
-    fields = card.model_dump(exclude={"kind"})
+    fields = card.model_dump(exclude={"kind", "efficiency", "family"})
     tflops = {str(dtype): value for dtype, value in card.dense_tflops.items()}
-    return AcceleratorCard(**{**fields, "aliases": tuple(card.aliases), "dense_tflops": tflops})
+    return AcceleratorCard(
+        **{**fields, "aliases": tuple(card.aliases), "dense_tflops": tflops},
+        family=card.family or card.name,
+        efficiency={str(dtype): entry for dtype, entry in card.efficiency.items()},
+    )
 
 
 def models() -> tuple[ModelCard, ...]:

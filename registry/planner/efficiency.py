@@ -11,9 +11,12 @@ The step-time model prices a step with four numbers per accelerator and weight d
 - ``layer_us``: the fixed time per layer of those small kernels at one token, which a
   decode step pays whatever it reads.
 
-Every entry names the measurements it was read from. They are kernel measurements only,
-never fitted to the load tests in benchmarks/planner/validation.py, so that those stay a
-held-out check. An accelerator without an entry gets ``FALLBACK`` and says so.
+The entries are data: each accelerator card (registry/planner/cards/accelerators/) carries
+them per weight dtype under ``efficiency``, naming the measurements they were read from.
+They are kernel measurements only, never fitted to the load tests in
+benchmarks/planner/validation.py, so that those stay a held-out check; an entry that is an
+assumption says ``measured: false``. An accelerator and dtype without an entry gets
+``FALLBACK`` and says so.
 """
 
 from __future__ import annotations
@@ -21,18 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from registry.planner.catalog import find_accelerator
-
-VIDUR = "microsoft/vidur"
-VIDUR_H100 = f"{VIDUR}@e26eb8f7 data/profiling/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv"
-VIDUR_A100 = f"{VIDUR}@bee57daf data/profiling/compute/a100/meta-llama/Llama-2-7b-hf/mlp.csv"
-FA3 = (
-    "Shah et al., FlashAttention-3 (arXiv 2407.08608), Fig. forward causal head dim 128 on "
-    "H100 SXM5: 521 TFLOP/s at 2k, 579 at 4k, 602 at 8k (FA2: 298 to 333)"
-)
-FA2 = (
-    "Dao, FlashAttention-2 (arXiv 2307.08691): forward reaches 50-73% of A100 peak; causal "
-    "head dim 128 at the low end"
-)
 
 
 @dataclass(frozen=True)
@@ -47,45 +38,6 @@ class KernelEfficiency:
     measured: bool = True
 
 
-H100_BF16 = KernelEfficiency(
-    mfu=0.60,
-    mbu=0.77,
-    attn_mfu=0.53,
-    layer_us=19.5,
-    source=(
-        f"{VIDUR_H100} (Llama-2-7B layer, TP1, per-op CUDA times): QKV+O+up+down GEMMs "
-        "1.657 TFLOP in 2.205 ms at 4096 tokens (76% of 989) and 0.207 TFLOP in 0.329 ms "
-        "at 512 (64%); with norms, rotary, SiLU and adds 64% and 56%, mfu 0.60 between; "
-        "at 1 token the GEMMs stream 404.8 MB in 0.156 ms = 2.59 TB/s (mbu 0.77) and the "
-        "small kernels take 19.5 us per layer; attention: " + FA3
-    ),
-)
-A100_BF16 = KernelEfficiency(
-    mfu=0.65,
-    mbu=0.74,
-    attn_mfu=0.50,
-    layer_us=24.5,
-    source=(
-        f"{VIDUR_A100} (Llama-2-7B layer, TP1): GEMMs 1.657 TFLOP in 7.30 ms at 4096 "
-        "tokens (73% of 312) and 0.207 TFLOP in 0.945 ms at 512 (70%); with norms, "
-        "rotary, SiLU and adds 67% and 64%, mfu 0.65; at 1 token 404.8 MB in 0.266 ms = "
-        "1.52 TB/s (74% of 2.039 TB/s, an 80 GB part; the 40 GB part is assumed the same) "
-        "and 24.5 us of small kernels per layer; attention: " + FA2
-    ),
-)
-# No per-op fp8 serving profile was found: the bf16 shares, lowered for the scaling and
-# quantisation kernels around fp8 GEMMs (an assumption, marked unmeasured).
-H100_FP8 = KernelEfficiency(
-    mfu=0.45,
-    mbu=0.70,
-    attn_mfu=0.53,
-    layer_us=19.5,
-    source=(
-        "assumed: H100 bf16 shares (" + VIDUR_H100 + ") lowered for fp8 scaling and "
-        "quantisation kernels; no fp8 per-op serving profile found; attention runs bf16"
-    ),
-    measured=False,
-)
 FALLBACK = KernelEfficiency(
     mfu=0.50,
     mbu=0.60,
@@ -99,38 +51,30 @@ FALLBACK = KernelEfficiency(
     measured=False,
 )
 
-# Keyed by the catalog's accelerator name and the weights' dtype ("bf16" covers fp16).
-TABLE: dict[tuple[str, str], KernelEfficiency] = {
-    ("H100-SXM-80GB", "bf16"): H100_BF16,
-    ("H100-SXM-80GB", "fp8"): H100_FP8,
-    ("A100-SXM-80GB", "bf16"): A100_BF16,
-    ("A100-SXM-40GB", "bf16"): A100_BF16,
-    # Same Hopper SMs as the H100 with faster HBM3e: the shares are assumed to carry over.
-    ("H200-SXM-141GB", "bf16"): KernelEfficiency(
-        mfu=H100_BF16.mfu,
-        mbu=H100_BF16.mbu,
-        attn_mfu=H100_BF16.attn_mfu,
-        layer_us=H100_BF16.layer_us,
-        source="assumed equal to H100 (same SMs, not measured on H200): " + H100_BF16.source,
-        measured=False,
-    ),
-}
-
 
 def _dtype_key(weight_bytes: float) -> str:
     return "fp8" if weight_bytes <= 1.0 else "bf16"
 
 
 def kernel_efficiency(accelerator: str, weight_bytes: float) -> tuple[KernelEfficiency, str]:
-    """The entry for an accelerator name (catalog names and aliases) and the weights'
+    """The card's entry for an accelerator name (catalog names and aliases) and the weights'
     bytes per parameter, and the key it was found under (``fallback`` when none)."""
     card = find_accelerator(accelerator)
-    name = card.name if card is not None else accelerator
     dtype = _dtype_key(weight_bytes)
-    entry = TABLE.get((name, dtype))
-    if entry is not None:
-        return entry, f"{name} {dtype}"
-    return FALLBACK, "fallback"
+    entry = card.efficiency.get(dtype) if card is not None else None
+    if card is None or entry is None:
+        return FALLBACK, "fallback"
+    return (
+        KernelEfficiency(
+            mfu=entry.mfu,
+            mbu=entry.mbu,
+            attn_mfu=entry.attn_mfu,
+            layer_us=entry.layer_us,
+            source=entry.source,
+            measured=entry.measured,
+        ),
+        f"{card.name} {dtype}",
+    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ overhead and, under tensor parallelism, the all-reduces):
 
 So a decode sharing a step with a prefill chunk costs the step only its KV read and its
 share of the GEMM rows, not a second pass over the weights. The achievable fractions come
-per accelerator and dtype from kernel measurements (registry/planner/efficiency.py), and
+per accelerator and dtype from kernel measurements (the accelerator cards, read by registry/planner/efficiency.py), and
 are calibrated from load-test evidence when there is some.
 """
 
@@ -98,7 +98,7 @@ def efficiency_sources(
 ) -> dict[str, str]:
     """Where each default the step model uses comes from, for this accelerator and dtype."""
     res = efficiency.resolve(accel, weight_bytes)
-    table = f"registry/planner/efficiency.py [{res.table_key}]: {res.source}"
+    table = f"accelerator card [{res.table_key}]: {res.source}"
     out = {
         "mbu": table if efficiency.mbu is None else "given",
         "mfu": table if efficiency.mfu is None else "given",

@@ -3,12 +3,15 @@ efficiencies and tensor-parallel behaviour."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import resolve_model
-from registry.planner.efficiency import FALLBACK, H100_BF16, kernel_efficiency
+from registry.planner.catalog import find_accelerator, resolve_model
+from registry.planner.efficiency import FALLBACK, kernel_efficiency
 from registry.planner.step_time import (
     Efficiency,
     StepModel,
@@ -74,15 +77,38 @@ def test_decodes_in_a_prefill_step_add_only_their_kv_reads_and_rows() -> None:
     )
 
 
-def test_defaults_come_per_accelerator_with_a_source_and_a_fallback() -> None:
+def test_defaults_come_per_accelerator_with_a_source_and_a_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h100 = model("llama-3.1-8b", "H100-SXM-80GB", 1).resolved
     a100 = model("llama-3.1-8b", "A100-SXM-80GB", 1).resolved
-    l4 = model("llama-3.1-8b", "L4-24GB", 1).resolved
-    assert (h100.mbu, h100.mfu) == (H100_BF16.mbu, H100_BF16.mfu)
+    card = find_accelerator("H100-SXM-80GB")
+    assert card is not None and card.family == "H100"
+    assert (h100.mbu, h100.mfu) == (card.efficiency["bf16"].mbu, card.efficiency["bf16"].mfu)
     assert "vidur" in h100.source and "FlashAttention" in h100.source
     assert a100.mfu != h100.mfu and "a100" in a100.source
-    assert (l4.mbu, l4.mfu, l4.table_key) == (FALLBACK.mbu, FALLBACK.mfu, "fallback")
     assert kernel_efficiency("h100", 1.0)[1] == "H100-SXM-80GB fp8"
+    # A team's card without measurements is priced with the fallback, and says so; one
+    # with an entry is priced with it.
+    folder = tmp_path / "cards"
+    folder.mkdir()
+    spec = (
+        "kind: accelerator\nname: Lab-GPU-32GB\naliases: [lab-gpu]\nmemory_gib: 32\n"
+        "memory_bandwidth_gb_s: 1000\ndense_tflops: {bf16: 200}\ninterconnect: pcie\n"
+        "interconnect_gb_s: 64\nsource: the lab's own datasheet, 2026\n"
+    )
+    (folder / "lab.yaml").write_text(spec)
+    (folder / "lab8.yaml").write_text(
+        spec.replace("Lab-GPU-32GB", "Lab-GPU8-32GB").replace("lab-gpu]", "lab-gpu8]")
+        + "efficiency:\n  fp8: {mfu: 0.4, mbu: 0.65, attn_mfu: 0.3, layer_us: 25, "
+        "measured: true, source: \"the lab's microbenchmarks, 2026\"}\n"
+    )
+    monkeypatch.setenv("CAPGATE_CATALOG_PATH", str(folder))
+    entry, key = kernel_efficiency("lab-gpu", 2.0)
+    assert (entry, key) == (FALLBACK, "fallback") and not entry.measured
+    entry, key = kernel_efficiency("lab-gpu8", 1.0)
+    assert (entry.mbu, entry.measured, key) == (0.65, True, "Lab-GPU8-32GB fp8")
+    assert kernel_efficiency("lab-gpu8", 2.0)[1] == "fallback"  # no bf16 entry
     # A stated fraction wins over the table; the sources say which.
     prov = profiles.provider("llama-3.1-8b", "H100-SXM-80GB")
     given = Efficiency(mbu=0.5)

@@ -1,0 +1,96 @@
+"""One published benchmark point, replayed through the planner.
+
+A held-out case states what the benchmark ran (model, GPU, TP, prompt and output lengths,
+a fixed concurrency or a request rate, the engine's batch limits) and reads one figure of
+the planner's prediction: a latency quantile, or a throughput. Nothing here is fitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from benchmarks.planner import profiles
+from registry.planner.catalog import resolve_model
+from registry.planner.search import Evaluator
+from registry.planner.step_time import Efficiency
+from registry.records.provider import DType, ProviderProfile
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What a published benchmark ran. ``clients`` > 0 is a closed loop of that many
+    concurrent requests (vllm bench --max-concurrency, genai-perf --concurrency); else
+    ``rate`` requests per second arrive (Poisson unless ``cv`` says otherwise)."""
+
+    model: str
+    accelerator: str
+    prompt: int
+    output: int
+    tp: int = 1
+    clients: int = 0
+    rate: float = 0.0
+    cv: float = 1.0
+    weights: str = "bf16"  # "fp8" for FP8 checkpoints (weights and GEMMs in fp8)
+    kv: str = "bf16"
+    max_num_seqs: int = 1024
+    max_num_batched_tokens: int = 8192
+    max_model_len: int = 0  # 0: prompt + output rounded up
+    gpu_memory_utilization: float = 0.9
+    requests: int = 1500
+    # False for offline benchmarks (vllm bench throughput/latency, the LLM class): no API
+    # server sits in the request path, so its time per request is not added.
+    api_server: bool = True
+
+
+def _provider(b: Bench) -> ProviderProfile:
+    prov = profiles.provider(b.model, b.accelerator)
+    data = prov.model_dump(mode="json")
+    data["model"]["weights_dtype"] = DType(b.weights).value
+    data["model"]["kv_dtype"] = DType(b.kv).value
+    return ProviderProfile.model_validate(data)
+
+
+@cache
+def predict(b: Bench) -> dict[str, float]:
+    """The planner's figures for the benchmark: ``ttft_p50_ms`` ... ``e2e_p99_ms``,
+    ``output_tokens_per_s`` and ``requests_per_s`` (what the run sustained)."""
+    if (b.clients > 0) == (b.rate > 0):
+        raise ValueError("a benchmark point runs either a fixed concurrency or a rate")
+    length = b.max_model_len or (b.prompt + b.output + 255) // 256 * 256
+    wl = profiles.workload(
+        # A closed loop's rate only sets the class mix; any positive figure does.
+        rate=b.rate or 1.0,
+        cv=b.cv,
+        prompt=profiles.fixed(b.prompt),
+        output=profiles.fixed(b.output),
+    )
+    prov = _provider(b)
+    pl = profiles.plan(
+        tp=b.tp,
+        max_num_seqs=b.max_num_seqs,
+        max_num_batched_tokens=b.max_num_batched_tokens,
+        max_model_len=length,
+        gpu_memory_utilization=b.gpu_memory_utilization,
+    )
+    ev = Evaluator(
+        pl,
+        wl,
+        prov,
+        resolve_model(prov),
+        Efficiency(),
+        seed=0,
+        requests=b.requests,
+        frontend_ms=None if b.api_server else 0.0,
+    )
+    run = ev.run(b.tp, 1, clients=b.clients)
+    c = run.per_class["c"]
+    out: dict[str, float] = {
+        "output_tokens_per_s": run.sim.output_tokens_per_s,
+        "requests_per_s": run.sim.sustained_rps,
+    }
+    for key in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms"):
+        value = getattr(c, key)
+        if value is not None:
+            out[key] = float(value)
+    return out
