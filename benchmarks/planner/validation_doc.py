@@ -1,6 +1,10 @@
 """docs/planner-validation.md, generated from the validation cases (never hand-copied).
 
-    python -m benchmarks.planner.validation_doc      # rewrite the document
+    python -m benchmarks.planner.validation_doc      # rewrite the document and the ranges
+
+It also writes registry/planner/validation_error.json: each accelerator family's range of
+held-out errors, which the planner states as the interval on every predicted latency
+(registry/planner/uncertainty.py).
 
 The known misses live here with their readings: tests/planner/test_validation.py makes
 each a strict xfail, so a model change that fixes one fails until its reading goes, and a
@@ -9,12 +13,15 @@ case that starts missing fails until it is read here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.planner.heldout import HELD_OUT_READINGS
 from benchmarks.planner.validation import Outcome, run_all, table
 from registry.planner.catalog import accelerators
+from registry.planner.uncertainty import DATA as ERRORS
 from registry.planner.version import PLANNER_VERSION
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "planner-validation.md"
@@ -133,6 +140,36 @@ def _groups(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(rows)
 
 
+def _by_family(outcomes: Sequence[Outcome]) -> dict[str, dict[str, list[Outcome]]]:
+    grouped: dict[str, dict[str, list[Outcome]]] = {}
+    for o in outcomes:
+        kind = FAMILY_KINDS.get(o.case.kind)
+        if o.case.family and o.case.held_out and kind is not None:
+            grouped.setdefault(o.case.family, {}).setdefault(kind, []).append(o)
+    return grouped
+
+
+def error_ranges(outcomes: Sequence[Outcome]) -> str:
+    """validation_error.json: per family and kind, the held-out cases and the lowest and
+    highest error (planner / published - 1)."""
+    document: dict[str, Any] = {
+        "generated_by": "python -m benchmarks.planner.validation_doc",
+        "planner_version": PLANNER_VERSION,
+        "families": {
+            family: {
+                kind: {
+                    "cases": len(group),
+                    "low": round(min(o.error for o in group), 4),
+                    "high": round(max(o.error for o in group), 4),
+                }
+                for kind, group in sorted(kinds.items())
+            }
+            for family, kinds in sorted(_by_family(outcomes).items())
+        },
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
 def render(outcomes: Sequence[Outcome]) -> str:
     hits = sum(o.within for o in outcomes)
     misses = [o for o in outcomes if o.case.name in READINGS]
@@ -181,4 +218,6 @@ def render(outcomes: Sequence[Outcome]) -> str:
 
 
 if __name__ == "__main__":
-    DOC.write_text(render(run_all()), encoding="utf-8")
+    results = run_all()
+    DOC.write_text(render(results), encoding="utf-8")
+    ERRORS.write_text(error_ranges(results), encoding="utf-8")

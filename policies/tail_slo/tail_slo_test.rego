@@ -12,6 +12,12 @@ _measured := {
 _predicted := {
 	"ttft_p99_ms": 880, "tpot_p99_ms": 36.8, "e2e_p99_ms": 34400, "queue_p99_ms": 480,
 	"shed_rate": 0, "slo_met": true,
+	"pessimistic_ms": {"ttft_p99_ms": 1127, "tpot_p99_ms": 47.1, "e2e_p99_ms": 44057, "queue_p99_ms": 614.8},
+}
+
+_uncertainty := {
+	"family": "H100", "measured_efficiencies": true, "held_out_cases": 18,
+	"error_low": -0.2192, "error_high": 0.1235, "widened": false,
 }
 
 _evidence := {
@@ -29,6 +35,7 @@ _input := {
 		"scenarios": {"peak": {"ready_replicas": 9, "per_class": {"interactive": _predicted}}},
 		"claims_check": {"interactive": {"ttft_p99_ms": {"claimed": 1200, "predicted": 1100, "relative_error": 0.09}}},
 		"calibration": {"fitted": false, "source_evidence": [], "mbu": 0.6, "mfu": 0.45, "fit_error": null},
+		"uncertainty": _uncertainty,
 	},
 }
 
@@ -164,14 +171,53 @@ test_fail_slo_undeclared if {
 }
 
 test_fail_recomputation_slo_missed if {
-	patch := {"recomputation": {"scenarios": {"peak": {"per_class": {"interactive": {"tpot_p99_ms": 61.25, "slo_met": false}}}}}}
+	patch := {"recomputation": {
+		"scenarios": {"peak": {"per_class": {"interactive": {"tpot_p99_ms": 61.25, "slo_met": false}}}},
+		"calibration": {"fitted": true, "source_evidence": ["ev@v1"], "mbu": 0.6, "mfu": 0.45, "fit_error": 0.05},
+	}}
 	tail_slo.violations == {{
 		"policy": "tail_slo",
 		"rule": "recomputation_slo_missed",
 		"severity": "high",
-		"message": "recomputed peak: class interactive tpot_p99_ms is 61.25 ms, over the SLO of 60 ms at 9 ready replicas (serving.max_num_seqs unknown, KV cache for unknown requests at the p99 context with serving.gpu_memory_utilization unknown); the step-time model uses default efficiencies (MBU 0.6, MFU 0.45): no fresh load test on this accelerator calibrated it",
-		"details": {"class": "interactive", "metric": "tpot_p99_ms", "predicted_ms": 61.25, "slo_ms": 60, "ready_replicas": 9},
+		"message": "recomputed peak: class interactive tpot_p99_ms is 61.25 ms, over the SLO of 60 ms at 9 ready replicas (serving.max_num_seqs unknown, KV cache for unknown requests at the p99 context with serving.gpu_memory_utilization unknown); the step-time model is calibrated on 1 load test(s) (MBU 0.6, MFU 0.45)",
+		"details": {"class": "interactive", "metric": "tpot_p99_ms", "predicted_ms": 61.25, "judged_ms": 61.25, "pessimistic": false, "slo_ms": 60, "ready_replicas": 9},
 	}} with input as _with(patch)
+}
+
+# Uncalibrated, the prediction (52 ms) is within the SLO but the pessimistic end of its
+# interval is not: denied, and the message says why the end and not the point was judged.
+test_fail_recomputation_slo_missed_at_the_pessimistic_end if {
+	patch := {"recomputation": {"scenarios": {"peak": {"per_class": {"interactive": {
+		"tpot_p99_ms": 52,
+		"pessimistic_ms": {"ttft_p99_ms": 1127, "tpot_p99_ms": 66.6, "e2e_p99_ms": 44057, "queue_p99_ms": 614.8},
+	}}}}}}
+	tail_slo.violations == {{
+		"policy": "tail_slo",
+		"rule": "recomputation_slo_missed",
+		"severity": "high",
+		"message": "recomputed peak: class interactive tpot_p99_ms is 66.6 ms at the pessimistic end of its interval (predicted 52 ms; the H100 family's held-out error (18 published figures), judged so while no fresh load test calibrates the model), over the SLO of 60 ms at 9 ready replicas (serving.max_num_seqs unknown, KV cache for unknown requests at the p99 context with serving.gpu_memory_utilization unknown); the step-time model uses default efficiencies (MBU 0.6, MFU 0.45): no fresh load test on this accelerator calibrated it",
+		"details": {"class": "interactive", "metric": "tpot_p99_ms", "predicted_ms": 52, "judged_ms": 66.6, "pessimistic": true, "slo_ms": 60, "ready_replicas": 9},
+	}} with input as _with(patch)
+}
+
+# A family without measured kernels gets the planner's widest interval, and says so.
+test_fail_recomputation_slo_missed_with_the_widest_interval if {
+	patch := {"recomputation": {
+		"scenarios": {"peak": {"per_class": {"interactive": {"pessimistic_ms": {"ttft_p99_ms": 1760}}}}},
+		"uncertainty": {"family": "L4", "measured_efficiencies": false, "held_out_cases": 0, "error_low": -0.5, "error_high": 1, "widened": true},
+	}}
+	some v in tail_slo.violations with input as _with(patch)
+	v.rule == "recomputation_slo_missed"
+	contains(v.message, "ttft_p99_ms is 1760 ms at the pessimistic end of its interval (predicted 880 ms; the planner's widest interval (L4: no measured kernel efficiencies or too few held-out figures)")
+}
+
+# Calibrated, the point prediction is judged: the pessimistic end does not deny.
+test_success_calibrated_judges_the_point if {
+	patch := {"recomputation": {
+		"scenarios": {"peak": {"per_class": {"interactive": {"tpot_p99_ms": 52, "pessimistic_ms": {"tpot_p99_ms": 66.6}}}}},
+		"calibration": {"fitted": true, "source_evidence": ["ev@v1"], "mbu": 0.6, "mfu": 0.45, "fit_error": 0.05},
+	}}
+	tail_slo.violations == set() with input as _with(patch)
 }
 
 test_fail_recomputation_flags_miss if {

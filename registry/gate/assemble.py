@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from registry.errors import FieldProblem, InvalidInput
 from registry.gate.context import EvidenceItem, PlanContext
 from registry.gate.input_document import (
     CalibrationChange,
@@ -26,6 +27,7 @@ from registry.gate.input_document import (
     ProviderInput,
     RecomputationInput,
     Scenario,
+    UncertaintyInput,
     WorkloadClassInput,
     WorkloadInput,
 )
@@ -35,6 +37,9 @@ from registry.records.common import Basis, Distribution
 from registry.records.evidence import ClassResult, ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
 from registry.staleness.rules import Change
+
+# The predicted p99s the tail SLO policy judges, whose pessimistic ends the input carries.
+PESSIMISTIC_METRICS = ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_p99_ms")
 
 if TYPE_CHECKING:
     from registry.manifests.consistency import StatedManifests
@@ -295,6 +300,11 @@ def _scenario(result: PlanRecomputation, name: str) -> Scenario:
                 queue_p99_ms=p.queue_p99_ms,
                 shed_rate=p.shed_rate,
                 slo_met=p.slo_met,
+                pessimistic_ms={
+                    metric: bounds[1]
+                    for metric, bounds in p.interval_ms.items()
+                    if metric in PESSIMISTIC_METRICS
+                },
             )
             for cls, p in scenario.per_class.items()
         },
@@ -393,6 +403,30 @@ def _memory(result: PlanRecomputation, context: PlanContext) -> MemoryInput:
     )
 
 
+def uncertainty_input(result: PlanRecomputation) -> UncertaintyInput:
+    u = result.uncertainty
+    if u is None:
+        # Fail closed: without intervals the gate cannot judge an uncalibrated prediction.
+        raise InvalidInput(
+            "the recomputation states no uncertainty",
+            problems=[
+                FieldProblem(
+                    "recomputation.uncertainty",
+                    f"recomputed by {result.planner_version}, before predictions carried "
+                    "intervals: recompute the plan",
+                )
+            ],
+        )
+    return UncertaintyInput(
+        family=u.family,
+        measured_efficiencies=u.measured_efficiencies,
+        held_out_cases=u.held_out_cases,
+        error_low=u.error_low,
+        error_high=u.error_high,
+        widened=u.widened,
+    )
+
+
 def calibration_input(result: PlanRecomputation) -> CalibrationInput:
     calibration = result.calibration
     return CalibrationInput(
@@ -434,6 +468,7 @@ def recomputation_input(
         fits=result.memory.fits,
         memory=_memory(result, context),
         calibration=calibration,
+        uncertainty=uncertainty_input(result),
         calibration_changed=changed,
         context_fit={
             name: ContextFitInput(

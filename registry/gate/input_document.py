@@ -192,6 +192,27 @@ class PredictedClass(_Doc):
     queue_p99_ms: float | None
     shed_rate: float
     slo_met: bool
+    pessimistic_ms: dict[str, float] = Field(
+        description="The pessimistic end of the interval on each predicted p99 above "
+        "(ttft_p99_ms, tpot_p99_ms, e2e_p99_ms, queue_p99_ms): the prediction over (1 + the "
+        "lowest held-out error of the accelerator family); see recomputation.uncertainty."
+    )
+
+
+class UncertaintyInput(_Doc):
+    """The basis of the intervals on predicted latencies (registry/planner/uncertainty.py)."""
+
+    family: str = Field(description="The accelerator card's family.")
+    measured_efficiencies: bool = Field(
+        description="The card's kernel efficiencies for the weights' dtype were measured."
+    )
+    held_out_cases: int = Field(description="Held-out published latency figures of the family.")
+    error_low: float = Field(description="Lowest error (planner / published - 1) allowed for.")
+    error_high: float = Field(description="Highest error allowed for.")
+    widened: bool = Field(
+        description="The interval is the planner's widest: no measured efficiencies or too "
+        "few held-out figures."
+    )
 
 
 class Scenario(_Doc):
@@ -317,6 +338,11 @@ class RecomputationInput(_Doc):
     # Replication versus partitioning: the plan's TP against TP=1. Null at TP=1, when TP=1 or
     # the plan's TP was not evaluated, and in documents from before these fields existed.
     calibration: CalibrationInput
+    uncertainty: UncertaintyInput = Field(
+        description="How far the planner's predictions may be off. While no fresh load "
+        "test calibrates the model (calibration.fitted false), the tail SLO is judged "
+        "against each prediction's pessimistic end."
+    )
     calibration_changed: CalibrationChange | None = Field(
         default=None,
         description="Set when the calibration differs from the one the plan's previous "

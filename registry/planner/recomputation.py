@@ -33,6 +33,7 @@ from registry.planner.result import (
 from registry.planner.sampling import context_overflow_share, draw_lengths, p99_of
 from registry.planner.search import MAX_SHED_RATE, Evaluation, Evaluator
 from registry.planner.step_time import Efficiency
+from registry.planner.uncertainty import uncertainty, with_intervals
 from registry.planner.unknowns import unknown_notes
 from registry.planner.version import PLANNER_VERSION
 from registry.records.evidence import LoadTestEvidence
@@ -728,6 +729,17 @@ def recompute(
             f"the step-time model disagrees with the evidence (RMS log error "
             f"{calibration.fit_error:.2f} after calibration)"
         )
+    # Every predicted latency carries the planner's held-out error for the accelerator family.
+    spread = uncertainty(
+        provider.accelerator.name, shape.weight_bytes, calibrated=calibration.fitted
+    )
+    scenarios = {
+        name: sc.model_copy(
+            update={"per_class": {c: with_intervals(p, spread) for c, p in sc.per_class.items()}}
+        )
+        for name, sc in scenarios.items()
+    }
+    findings.append(f"intervals on predicted latencies: {spread.basis}")
     return PlanRecomputation(
         planner_version=PLANNER_VERSION,
         seed=seed,
@@ -757,6 +769,7 @@ def recompute(
         load_curve=curve,
         context_fit=context_fit,
         findings=findings,
+        uncertainty=spread,
     )
 
 

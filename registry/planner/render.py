@@ -72,6 +72,8 @@ def render_text(result: PlanRecomputation) -> str:
                 f"{p.shed_rate:>8.2%}  {'ok' if p.slo_met else 'MISSED'}"
             )
             lines += [f"      {v}" for v in p.violations]
+            if sc.name == "peak" and p.interval_ms:
+                lines.append(f"      interval: {_intervals(p.interval_ms)}")
     a = r.autoscaling
     lines += [
         "",
@@ -99,6 +101,16 @@ def render_text(result: PlanRecomputation) -> str:
         lines.append("findings:")
         lines += [f"  - {f}" for f in r.findings]
     return "\n".join(lines) + "\n"
+
+
+def _intervals(intervals: dict[str, list[float]]) -> str:
+    """The p99 intervals of one class, as the table's columns name them."""
+    labels = {"ttft_p99_ms": "TTFT", "tpot_p99_ms": "TPOT", "e2e_p99_ms": "e2e"}
+    return ", ".join(
+        f"{label} {_f(intervals[key][0])}-{_f(intervals[key][1], ' ms')}"
+        for key, label in labels.items()
+        if key in intervals
+    )
 
 
 def tick_label(value: float, _position: object = None) -> str:

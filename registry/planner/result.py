@@ -35,6 +35,13 @@ class ClassPrediction(_Out):
     queue_p99_ms: float | None
     slo_met: bool
     violations: list[str] = Field(default_factory=list)
+    interval_ms: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="Per predicted latency (ttft_p99_ms, ...), [optimistic, pessimistic]: "
+        "the range the planner's held-out error for the accelerator family puts the "
+        "measured value in (registry/planner/uncertainty.py; the recomputation's "
+        "`uncertainty` says on what basis).",
+    )
 
 
 class Scenario(_Out):
@@ -294,6 +301,33 @@ class ContextFit(_Out):
     )
 
 
+class Uncertainty(_Out):
+    """Where the intervals on predicted latencies come from."""
+
+    family: str = Field(description="The accelerator card's family.")
+    dtype: str = Field(description="The weights' dtype the kernels run (bf16 or fp8).")
+    measured_efficiencies: bool = Field(
+        description="Whether the card's kernel efficiencies for that dtype were measured."
+    )
+    held_out_cases: int = Field(
+        description="Published vLLM latency figures of the family none of the defaults "
+        "was read from (docs/planner-validation.md)."
+    )
+    error_low: float = Field(
+        description="Lowest error (planner / published - 1) the interval allows for."
+    )
+    error_high: float = Field(description="Highest error the interval allows for.")
+    widened: bool = Field(
+        description="True when the family lacks measured efficiencies or enough held-out "
+        "figures: the interval is the planner's widest, not the family's own."
+    )
+    calibrated: bool = Field(
+        description="Fresh load tests calibrated the model: the gate judges the point "
+        "prediction; otherwise the pessimistic end."
+    )
+    basis: str
+
+
 class PlanRecomputation(_Out):
     planner_version: str
     seed: int
@@ -318,3 +352,8 @@ class PlanRecomputation(_Out):
         default_factory=dict, description="Per class, requests against serving.max_model_len."
     )
     findings: list[str] = Field(default_factory=list)
+    uncertainty: Uncertainty | None = Field(
+        default=None,
+        description="The basis of every interval_ms; null only in recomputations stored by "
+        "a planner before 0.4, which the gate does not decide on.",
+    )

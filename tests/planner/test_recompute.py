@@ -169,3 +169,22 @@ def test_a_fit_no_gpu_could_reach_is_rejected_with_a_finding() -> None:
     assert any(f.startswith("calibration rejected:") for f in res.findings)
     defaults = recompute(plan, wl, prov, seed=0).calibration
     assert (cal.mbu, cal.mfu) == (defaults.mbu, defaults.mfu)
+
+
+def test_every_predicted_latency_carries_its_interval(result: PlanRecomputation) -> None:
+    u = result.uncertainty
+    assert u is not None and not u.calibrated and u.family == "H100"
+    assert f"intervals on predicted latencies: {u.basis}" in result.findings
+    checked = 0
+    for scenario in result.scenarios.values():
+        for prediction in scenario.per_class.values():
+            for metric in ("ttft_p99_ms", "tpot_p50_ms", "e2e_p90_ms", "queue_p99_ms"):
+                value = getattr(prediction, metric)
+                if value is None:
+                    continue
+                low, high = prediction.interval_ms[metric]
+                assert low <= value <= high
+                assert high == pytest.approx(max(value, value / (1 + u.error_low)), abs=1e-3)
+                checked += 1
+    assert checked >= 12
+    assert "interval: TTFT " in render_text(result)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.planner.validation import CASES, Case, Outcome, run_all
-from benchmarks.planner.validation_doc import DOC, READINGS, render
+from benchmarks.planner.validation_doc import DOC, ERRORS, READINGS, error_ranges, render
 
 KNOWN_MISSES = set(READINGS)
 
@@ -57,7 +57,13 @@ def test_every_known_miss_names_a_case() -> None:
     assert {c.name for c in CASES} >= KNOWN_MISSES
 
 
-def test_validation_document_is_current() -> None:
-    assert DOC.read_text(encoding="utf-8") == render(run_all()), (
+def test_validation_document_and_error_ranges_are_current() -> None:
+    results = run_all()
+    assert DOC.read_text(encoding="utf-8") == render(results), (
         "docs/planner-validation.md is out of date: python -m benchmarks.planner.validation_doc"
+    )
+    # The intervals the planner states are read from this file: never hand-edited.
+    assert ERRORS.read_text(encoding="utf-8") == error_ranges(results), (
+        "registry/planner/validation_error.json is out of date: "
+        "python -m benchmarks.planner.validation_doc"
     )
