@@ -47,31 +47,29 @@ def _figure(bench: Bench, key: str, scale: float = 1.0) -> Callable[[], float]:
     return lambda: predict(bench)[key] * scale
 
 
-def _offline(model: str, prompt: int, output: int, **kw: object) -> Bench:
+def _offline(
+    model: str, prompt: int, output: int, prompts: int, *, batched_tokens: int, max_seqs: int = 1024
+) -> Bench:
+    """``prompts`` requests handed to an FP8 TP8 engine at once, no API server."""
     return Bench(
         model=model,
         accelerator="MI300X-192GB",
         prompt=prompt,
         output=output,
         tp=8,
+        clients=prompts,
+        requests=prompts,
         weights="fp8",
         kv="fp8",
+        max_num_seqs=max_seqs,
+        max_num_batched_tokens=batched_tokens,
         api_server=False,
-        **kw,  # type: ignore[arg-type]
     )
 
 
 def _amd_throughput(size: str, prompt: int, output: int, prompts: int, tok_s: float) -> Case:
     model = f"meta-llama/Llama-3.1-{size}"
-    bench = _offline(
-        model,
-        prompt,
-        output,
-        clients=prompts,
-        requests=prompts,
-        max_num_seqs=prompts,
-        max_num_batched_tokens=16384,
-    )
+    bench = _offline(model, prompt, output, prompts, batched_tokens=16384, max_seqs=prompts)
     return Case(
         name=f"MI300X vLLM 0.10.2 throughput, Llama-3.1-{size} FP8, TP8, {prompt}/{output}",
         kind="throughput",
@@ -87,14 +85,7 @@ def _amd_throughput(size: str, prompt: int, output: int, prompts: int, tok_s: fl
 
 
 def _amd_latency(batch: int, seconds: float) -> Case:
-    bench = _offline(
-        "meta-llama/Llama-3.1-70B",
-        128,
-        2048,
-        clients=batch,
-        requests=batch,
-        max_num_batched_tokens=16384,
-    )
+    bench = _offline("meta-llama/Llama-3.1-70B", 128, 2048, batch, batched_tokens=16384)
     return Case(
         name=f"MI300X vLLM 0.10.2 latency, Llama-3.1-70B FP8, TP8, batch {batch}, 128/2048",
         kind="latency",
@@ -109,14 +100,7 @@ def _amd_latency(batch: int, seconds: float) -> Case:
 
 
 def _oracle_latency(batch: int, seconds: float) -> Case:
-    bench = _offline(
-        "meta-llama/Llama-3.1-405B",
-        128,
-        128,
-        clients=batch,
-        requests=batch,
-        max_num_batched_tokens=65536,
-    )
+    bench = _offline("meta-llama/Llama-3.1-405B", 128, 128, batch, batched_tokens=65536)
     return Case(
         name=f"MI300X vLLM latency, Llama-3.1-405B FP8, TP8, batch {batch}, 128/128",
         kind="latency",
