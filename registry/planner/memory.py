@@ -9,14 +9,15 @@ layers)), page size = 2 x block_size x KV heads per GPU x head dim x dtype bytes
 The profiling pass (``gpu_model_runner.profile_run``) is a forward pass over
 ``max_num_batched_tokens`` dummy tokens (never ``max_model_len``: with chunked prefill, the V1
 default, a long context is prefilled in chunks of that budget) followed by
-``_dummy_sampler_run`` over ``max_num_seqs`` rows of full-vocabulary logits with top-k and top-p set; its torch peak is
-the larger of the two (the forward's hidden states stay alive during sampling) plus the
-cuBLAS workspace the first GEMM allocates. What the sampler holds depends on which top-k/top-p
-implementation vLLM picks (``vllm/v1/sample/ops/topk_topp_sampler.py``), read per release
-below; with it the torch peaks logged on H100 at 1024 sequences (five models on the sort
-path, three on the Triton path) come out within 0.01 GiB. In the versions modelled
-(0.10-0.11, 0.17 and 0.19, checked against their logs) CUDA-graph memory is captured after
-the KV cache is sized and is not subtracted: it comes out of the 1 - gpu_memory_utilization
+``_dummy_sampler_run`` over ``max_num_seqs`` rows of full-vocabulary logits with top-k and
+top-p set; its torch peak is the larger of the two (the forward's hidden states stay alive
+during sampling) plus the cuBLAS workspace the first GEMM allocates. What the sampler holds
+depends on which top-k/top-p implementation vLLM picks
+(``vllm/v1/sample/ops/topk_topp_sampler.py``), read per release below; with it the torch
+peaks logged on H100 at 1024 sequences (five models on the sort path, three on the Triton
+path) come out within 0.01 GiB. In the versions modelled (0.10-0.11, 0.17 and 0.19, checked
+against their logs) CUDA-graph memory is captured after the KV cache is sized and is not
+subtracted: it comes out of the 1 - gpu_memory_utilization
 margin.
 
 The verdict is vLLM's start-up check (``kv_cache_utils.check_enough_kv_cache_memory``): no KV
@@ -347,8 +348,7 @@ def memory_fit(
             f"does not fit: {requested / GIB:.1f} GiB usable per GPU ({device_gib:g} GiB "
             f"exposed x {gpu_memory_utilization:g}) but weights/TP need {weights / GIB:.1f} GiB, "
             f"activations {act / GIB:.1f} GiB and runtime {overhead / GIB:.1f} GiB, leaving "
-            f"{kv_avail / GIB:.1f} GiB for the KV cache; "
-            + _remedy(0, max_model_len, utilization)
+            f"{kv_avail / GIB:.1f} GiB for the KV cache; " + _remedy(0, max_model_len, utilization)
         )
     elif blocks < needed_for_one:
         fits = False
