@@ -495,6 +495,77 @@ OFF_H100_MEMORY_CASES: tuple[Case, ...] = (
 MEMORY_CASES = MEMORY_CASES + OFF_H100_MEMORY_CASES
 
 
+# --- start-up verdicts without a published KV figure ----------------------------------------
+# Issue 28: "Qwen3-32B with max_model_len 40960 on one 80 GB GPU ... vLLM 0.11.0 served 100
+# prompts of 32k tokens there". The run is GPUStack's performance lab; its pages give the
+# serving command, the vLLM release and the benchmark output, no start-up log: no KV figure,
+# utilization or device variant. Only verdicts are checked here, never an invented figure.
+GPUSTACK = (
+    "gpustack/gpustack@10e9444a07c73556f2ef0d10d2b2766bbf54c9c0 "
+    "docs/performance-lab/qwen3-32b/{page} (GPUStack's performance lab): vLLM v0.11.0, "
+    "Qwen/Qwen3-32B bf16, {gpu}, no TP flag (one GPU); {run}"
+)
+
+
+@dataclass(frozen=True)
+class StartupVerdict:
+    """A vLLM start-up a source reports without its KV figure: ``started`` is what the
+    source shows (it served requests: True), None when the source leaves the configuration
+    open, so only the planner's reading of the stated one is shown (``reading``)."""
+
+    name: str
+    source: str
+    args: tuple[object, ...]
+    started: bool | None
+    reading: str = ""
+
+    def planner(self) -> MemoryFit:
+        return _vllm_fit(*self.args)  # type: ignore[arg-type]
+
+
+# vLLM 0.11.0's defaults on the H100 API server: gpu_memory_utilization 0.9, 8192 batched
+# tokens, 1024 sequences, max_model_len from config.json (40960 for Qwen3-32B), CUDA graphs on.
+QWEN3_32B_H100_DEFAULTS = ("qwen3-32b", 1, 0.9, "0.11.0", 40960)
+STARTUP_VERDICTS: tuple[StartupVerdict, ...] = (
+    StartupVerdict(
+        "vLLM start, Qwen3-32B, A100-80GB, TP1, max_model_len 32768 (0.11.0)",
+        GPUSTACK.format(
+            page="a100.md",
+            gpu="NVIDIA A100 (a later copy of the page: one A100 SXM 80GB)",
+            run="'vllm serve Qwen/Qwen3-32B --max-model-len 32768' served 1000 ShareGPT "
+            "prompts; utilization 0.9 and the A100 defaults (2048 batched tokens, 256 "
+            "sequences) assumed",
+        ),
+        _launch("qwen3-32b", 1, 0.9, "0.11.0", 32768, A100),
+        started=True,
+    ),
+    StartupVerdict(
+        "vLLM start, Qwen3-32B, H100 80GB, TP1, max_model_len 40960, util 0.9 (0.11.0)",
+        GPUSTACK.format(
+            page="h100.md",
+            gpu="NVIDIA H100 (variant and memory not stated)",
+            run="'vllm serve Qwen/Qwen3-32B' (max_model_len 40960 from config.json) served "
+            "100 random prompts of 32000 tokens (100 out); read here at vLLM's defaults on "
+            "an 80 GB H100",
+        ),
+        QWEN3_32B_H100_DEFAULTS,
+        started=None,
+        reading=(
+            "vLLM 0.11.0 cannot start this as stated, whatever its activation: 0.9 x 79.19 "
+            "GiB = 71.27 GiB less the 61.03 GiB of weights vLLM logs for Qwen3-32B bf16 "
+            "(both Qwen3-32B logs above) leaves 10.24 GiB, and one 40960-token request "
+            "needs 10.00 GiB of KV (256 KiB a token), so the profile pass and non-torch "
+            "memory would have to fit in 0.24 GiB, less than the non-torch 0.13 GiB plus the "
+            "Q/K/V output of an 8192-token forward (0.16 GiB). The run had more: a higher "
+            "gpu_memory_utilization, a larger H100 (NVL, 94 GB) or a shorter max_model_len "
+            "(the A100 page of the same lab states --max-model-len 32768). Its 43 ms TPOT, "
+            "tight to the p99 (44 ms), says no second prompt was prefilled beside a decode, "
+            "which a pool of 40960 tokens or more would have allowed"
+        ),
+    ),
+)
+
+
 # --- one request alone: Qwen2-7B on one A100-80GB, 1024 in / 1024 out ----------------------
 DENNIS_TPOT = _DENNIS + (
     "00dac23d9f923d478a676dfbb7d7d01f6fc63c64 README.md, Test 5 (benchmark_serving.py, random "
@@ -990,6 +1061,29 @@ CASES = tuple(_vllm_family(c) for c in CASES) + HELD_OUT_CASES
 
 def run_all() -> list[Outcome]:
     return [Outcome(case, case.compute()) for case in CASES]
+
+
+def verdict_table(verdicts: tuple[StartupVerdict, ...] = STARTUP_VERDICTS) -> str:
+    rows = [
+        "| case | vLLM | planner | KV tokens | starts with | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for v in verdicts:
+        f = v.planner()
+        shown = {True: "started", False: "refused", None: "served, set-up not stated"}[v.started]
+        remedy = (
+            "as planned"
+            if f.fits
+            else f"max_model_len <= {f.longest_max_model_len:,} or gpu_memory_utilization >= "
+            f"{f.utilization_for_max_model_len}"
+        )
+        rows.append(
+            f"| {v.name} | {shown} | {'fits' if f.fits else 'does not fit'} | "
+            f"{f.kv_tokens:,} | {remedy} | {v.source}"
+            + (f"; {v.reading}" if v.reading else "")
+            + " |"
+        )
+    return "\n".join(rows)
 
 
 def table(outcomes: list[Outcome]) -> str:

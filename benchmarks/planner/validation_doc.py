@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.planner.heldout import HELD_OUT_READINGS
-from benchmarks.planner.validation import Outcome, run_all, table
+from benchmarks.planner.validation import Outcome, run_all, table, verdict_table
 from registry.planner.catalog import accelerators
 from registry.planner.uncertainty import DATA as ERRORS
 from registry.planner.version import PLANNER_VERSION
@@ -208,6 +208,15 @@ def render(outcomes: Sequence[Outcome]) -> str:
         "## Cases",
         "",
         table(list(outcomes)),
+        "",
+        "## Start-up verdicts without a KV figure",
+        "",
+        "Runs whose source shows whether vLLM started (it served requests) but logs no KV "
+        "figure: only the verdict is compared, and a source that leaves the configuration "
+        "open is read at vLLM's defaults, with the reason. *Starts with* is what the planner "
+        "says would start, as vLLM's own start-up error names it.",
+        "",
+        verdict_table(),
         "",
         "## Known misses and their readings",
         "",

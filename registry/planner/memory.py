@@ -7,16 +7,25 @@ peak of a profiling pass + non-torch memory increase); blocks = floor(KV bytes /
 layers)), page size = 2 x block_size x KV heads per GPU x head dim x dtype bytes.
 
 The profiling pass (``gpu_model_runner.profile_run``) is a forward pass over
-``max_num_batched_tokens`` dummy tokens followed by ``_dummy_sampler_run`` over
-``max_num_seqs`` rows of full-vocabulary logits with top-k and top-p set; its torch peak is
-the larger of the two (the forward's hidden states stay alive during sampling) plus the
-cuBLAS workspace the first GEMM allocates. What the sampler holds depends on which top-k/top-p
-implementation vLLM picks (``vllm/v1/sample/ops/topk_topp_sampler.py``), read per release
-below; with it the torch peaks logged on H100 at 1024 sequences (five models on the sort
-path, three on the Triton path) come out within 0.01 GiB. In the versions modelled
-(0.10-0.11, 0.17 and 0.19, checked against their logs) CUDA-graph memory is captured after
-the KV cache is sized and is not subtracted: it comes out of the 1 - gpu_memory_utilization
+``max_num_batched_tokens`` dummy tokens (never ``max_model_len``: with chunked prefill, the V1
+default, a long context is prefilled in chunks of that budget) followed by
+``_dummy_sampler_run`` over ``max_num_seqs`` rows of full-vocabulary logits with top-k and
+top-p set; its torch peak is the larger of the two (the forward's hidden states stay alive
+during sampling) plus the cuBLAS workspace the first GEMM allocates. What the sampler holds
+depends on which top-k/top-p implementation vLLM picks
+(``vllm/v1/sample/ops/topk_topp_sampler.py``), read per release below; with it the torch
+peaks logged on H100 at 1024 sequences (five models on the sort path, three on the Triton
+path) come out within 0.01 GiB. In the versions modelled (0.10-0.11, 0.17 and 0.19, checked
+against their logs) CUDA-graph memory is captured after the KV cache is sized and is not
+subtracted: it comes out of the 1 - gpu_memory_utilization
 margin.
+
+The verdict is vLLM's start-up check (``kv_cache_utils.check_enough_kv_cache_memory``): no KV
+memory at all, or less than one ``max_model_len`` request needs (ceil(max_model_len /
+block_size) blocks), and the engine refuses to start. Its message then names the longest
+``max_model_len`` the pool holds (``estimate_max_model_len``); the planner names that and the
+smallest ``gpu_memory_utilization`` that holds the requested one, the two fields a plan can
+change.
 """
 
 from __future__ import annotations
@@ -227,6 +236,11 @@ class MemoryFit:
     concurrency_by_class: Mapping[str, int]
     fits: bool
     reason: str
+    # What would start: the longest max_model_len the KV pool holds (vLLM's
+    # estimate_max_model_len, 0 without a pool) and the smallest gpu_memory_utilization, in
+    # hundredths, that holds one max_model_len request (None above 1.0).
+    longest_max_model_len: int
+    utilization_for_max_model_len: float | None
 
 
 def kv_bytes_per_token(shape: ModelShape, tensor_parallel: int = 1) -> float:
@@ -327,19 +341,21 @@ def memory_fit(
     by_class = {name: concurrency(ctx) for name, ctx in p99_context_by_class.items()}
     worst = min(by_class.values()) if by_class else concurrency(max_model_len)
     needed_for_one = math.ceil(max_model_len / block_size)
+    utilization = _utilization_for(needed_for_one * page, weights + act + overhead, total)
     if kv_avail <= 0:
         fits = False
         reason = (
             f"does not fit: {requested / GIB:.1f} GiB usable per GPU ({device_gib:g} GiB "
             f"exposed x {gpu_memory_utilization:g}) but weights/TP need {weights / GIB:.1f} GiB, "
             f"activations {act / GIB:.1f} GiB and runtime {overhead / GIB:.1f} GiB, leaving "
-            f"{kv_avail / GIB:.1f} GiB for the KV cache"
+            f"{kv_avail / GIB:.1f} GiB for the KV cache; " + _remedy(0, max_model_len, utilization)
         )
     elif blocks < needed_for_one:
         fits = False
         reason = (
             f"does not fit: KV cache of {kv_avail / GIB:.1f} GiB holds {tokens} tokens, fewer "
-            f"than one max_model_len request ({max_model_len} tokens); vLLM refuses to start"
+            f"than one max_model_len request ({max_model_len} tokens); vLLM refuses to start; "
+            + _remedy(tokens, max_model_len, utilization)
         )
     else:
         fits = True
@@ -367,4 +383,31 @@ def memory_fit(
         concurrency_by_class=by_class,
         fits=fits,
         reason=reason,
+        longest_max_model_len=tokens,
+        utilization_for_max_model_len=utilization,
     )
+
+
+def _utilization_for(kv_needed: float, non_kv: float, total: float) -> float | None:
+    """The smallest gpu_memory_utilization, in hundredths, whose requested memory leaves
+    ``kv_needed`` bytes of KV after ``non_kv`` (weights, torch peak and non-torch memory, none
+    of which depends on the utilization); None when even 1.0 does not."""
+    hundredths = math.ceil((non_kv + kv_needed) / total * 100 - 1e-9)
+    # The float rounding of total x u may land a hair under: step up until it holds.
+    while hundredths <= 100 and total * hundredths / 100 - non_kv < kv_needed:
+        hundredths += 1
+    return hundredths / 100 if hundredths <= 100 else None
+
+
+def _remedy(tokens: int, max_model_len: int, utilization: float | None) -> str:
+    """The two plan fields that would let vLLM start, as its own start-up error names them."""
+    shorter = f"max_model_len <= {tokens}" if tokens > 0 else ""
+    if utilization is None:
+        more = (
+            "no gpu_memory_utilization holds one "
+            f"{max_model_len}-token request on this GPU: raise tensor_parallel or pick an "
+            "accelerator with more memory"
+        )
+        return f"it starts with {shorter}; {more}" if shorter else more
+    raised = f"gpu_memory_utilization >= {utilization:.2f}"
+    return f"it starts with {shorter} or {raised}" if shorter else f"it starts with {raised}"

@@ -250,3 +250,74 @@ def test_more_memory_never_fewer_kv_blocks(mem: float, extra: float, util: float
         ).kv_blocks
 
     assert blocks(mem + extra) >= blocks(mem)
+
+
+def _fit(s, *, util: float = 0.9, mml: int = 8192, batched: int = 8192):  # type: ignore[no-untyped-def]
+    return memory_fit(
+        s,
+        memory_gib=80,
+        tensor_parallel=1,
+        gpu_memory_utilization=util,
+        block_size=16,
+        max_num_batched_tokens=batched,
+        max_num_seqs=1024,
+        max_model_len=mml,
+        p99_context_by_class={},
+        accelerator="H100-SXM-80GB",
+        runtime_version="0.11.0",
+    )
+
+
+def test_profile_peak_follows_batched_tokens_not_max_model_len() -> None:
+    # vLLM profiles a forward over max_num_batched_tokens (a long context is prefilled in
+    # chunks of it): max_model_len changes neither the peak nor the pool, only the verdict.
+    s = shape("qwen3-32b")
+    short, long = _fit(s, mml=8192), _fit(s, mml=40960)
+    assert short.activation_peak_gib == long.activation_peak_gib
+    assert short.kv_tokens == long.kv_tokens
+    assert short.fits and not long.fits
+    # Few sequences leave the forward as the peak, and it grows with the token budget.
+    few = [
+        memory_fit(
+            s,
+            memory_gib=80,
+            tensor_parallel=1,
+            gpu_memory_utilization=0.9,
+            block_size=16,
+            max_num_batched_tokens=batched,
+            max_num_seqs=8,
+            max_model_len=8192,
+            p99_context_by_class={},
+            runtime_version="0.11.0",
+        ).activation_peak_gib
+        for batched in (8192, 16384)
+    ]
+    assert few[1] > few[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from(["qwen3-32b", "llama-3.1-8b", "llama-3.3-70b"]),
+    mml=st.integers(min_value=1024, max_value=262_144),
+    util=st.floats(min_value=0.3, max_value=0.95),
+)
+def test_a_refusal_names_what_would_start(model: str, mml: int, util: float) -> None:
+    """The remedies a 'does not fit' names are exact: the longest max_model_len starts and
+    one block more does not; the utilization it names starts and 0.01 less does not."""
+    s = shape(model)
+    fit = _fit(s, util=util, mml=mml)
+    assert fit.longest_max_model_len == fit.kv_tokens
+    if fit.fits:
+        return
+    assert "it starts with" in fit.reason or "no gpu_memory_utilization" in fit.reason
+    if fit.longest_max_model_len > 0:
+        assert _fit(s, util=util, mml=fit.longest_max_model_len).fits
+        assert not _fit(s, util=util, mml=fit.longest_max_model_len + 16).fits
+        assert f"max_model_len <= {fit.longest_max_model_len}" in fit.reason
+    u = fit.utilization_for_max_model_len
+    if u is None:
+        assert not _fit(s, util=1.0, mml=mml).fits
+    else:
+        assert f"gpu_memory_utilization >= {u:.2f}" in fit.reason
+        assert _fit(s, util=u, mml=mml).fits
+        assert not _fit(s, util=round(u - 0.01, 2), mml=mml).fits

@@ -7,9 +7,22 @@ fixes one shows up as an unexpected pass and its reading must go rather than dri
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from benchmarks.planner.validation import CASES, Case, Outcome, run_all
+from benchmarks.planner import profiles
+from benchmarks.planner.validation import (
+    CASES,
+    QWEN3_32B_H100_DEFAULTS,
+    STARTUP_VERDICTS,
+    Case,
+    Host,
+    Outcome,
+    _launch,
+    _vllm_fit,
+    run_all,
+)
 from benchmarks.planner.validation_doc import (
     DOC,
     ERRORS,
@@ -18,6 +31,11 @@ from benchmarks.planner.validation_doc import (
     error_ranges,
     render,
 )
+from registry.planner.catalog import exposed_memory_gib, resolve_model
+from registry.planner.memory import GIB, MemoryParams, kv_bytes_per_token
+
+# The H100 API server's defaults (8192 batched tokens, 1024 sequences) on the 94 GB H100.
+H100_NVL = Host("H100-NVL-94GB", 8192, 1024)
 
 KNOWN_MISSES = set(READINGS)
 
@@ -98,3 +116,38 @@ def test_calibrating_on_one_test_makes_no_held_out_figure_much_worse() -> None:
         return (sum(e * e for e in errors) / len(errors)) ** 0.5
 
     assert rms([a.error for _, a in pairs]) < rms([b.error for b, _ in pairs]) / 2
+
+
+def test_startup_verdicts_match_where_the_source_shows_one() -> None:
+    shown = [v for v in STARTUP_VERDICTS if v.started is not None]
+    assert shown, "no start-up verdict with a stated outcome"
+    for v in shown:
+        fit = v.planner()
+        assert fit.fits is v.started, f"{v.name}: planner says {fit.reason}"
+    # A verdict the source leaves open carries its reading, and the document shows it.
+    open_ = [v for v in STARTUP_VERDICTS if v.started is None]
+    assert all(v.reading for v in open_)
+    assert all(v.reading in DOC.read_text(encoding="utf-8") for v in open_)
+
+
+def test_qwen3_32b_at_40960_tokens_cannot_start_on_an_80_gb_h100_at_the_defaults() -> None:
+    """Issue 28's case, as stated (vLLM 0.11.0's defaults on one 80 GB H100), checked with
+    vLLM's own start-up arithmetic and no activation model: the logged weights and one
+    max_model_len request of KV leave less than the profile pass's Q/K/V output alone."""
+    model, tp, util, version, mml = QWEN3_32B_H100_DEFAULTS
+    shape = resolve_model(profiles.provider(str(model), "H100-SXM-80GB"))
+    exposed, _ = exposed_memory_gib(80, "H100-SXM-80GB")
+    logged_weights = 61.03  # "Model loading took 61.03 GiB": the llm-d and A100 logs cited
+    one_request = math.ceil(int(mml) / 16) * 16 * kv_bytes_per_token(shape) / GIB
+    assert abs(one_request - 10.0) < 1e-9  # 256 KiB a token
+    left = float(util) * exposed - logged_weights - one_request
+    qkv_8192 = 8192 * (shape.attention_heads + 2 * shape.kv_heads) * shape.head_dim * 2 / GIB
+    assert left < qkv_8192 + MemoryParams().non_torch_gib
+    stated = _vllm_fit(*QWEN3_32B_H100_DEFAULTS)
+    assert not stated.fits and "vLLM refuses to start" in stated.reason
+    # What would start, by the planner: its own remedy, or the 94 GB H100 at the defaults.
+    assert stated.utilization_for_max_model_len is not None
+    raised = _vllm_fit(model, tp, stated.utilization_for_max_model_len, version, mml)
+    assert raised.fits and raised.kv_tokens >= int(mml)
+    nvl = _vllm_fit(*_launch(str(model), 1, 0.9, str(version), int(mml), H100_NVL))
+    assert nvl.fits
