@@ -81,17 +81,17 @@ FAMILY_KINDS = {"latency": "latency", "throughput": "capacity", "capacity": "cap
 
 
 def _measured(family: str) -> str:
-    """Whether the family's cards carry measured kernel efficiencies, per weight dtype."""
-    dtypes = sorted(
-        {
-            dtype
-            for card in accelerators()
-            if card.family == family
-            for dtype, entry in card.efficiency.items()
-            if entry.measured
-        }
+    """The family's kernel efficiencies per weight dtype: measured, assumed, or none."""
+    entries: dict[str, bool] = {}
+    for card in accelerators():
+        if card.family == family:
+            for dtype, entry in card.efficiency.items():
+                entries[dtype] = entries.get(dtype, False) or entry.measured
+    if not entries:
+        return "none (fallback)"
+    return ", ".join(
+        dtype if measured else f"{dtype} assumed" for dtype, measured in sorted(entries.items())
     )
-    return ", ".join(dtypes) if dtypes else "no (fallback)"
 
 
 def families(outcomes: Sequence[Outcome]) -> str:
@@ -199,9 +199,11 @@ def render(outcomes: Sequence[Outcome]) -> str:
         "",
         "Latency and capacity figures measured on vLLM, none of which set a default, grouped "
         "by the accelerator card's `family`. *Measured efficiencies* names the weight dtypes "
-        "whose kernel efficiencies in the family's cards were read from measurements; the "
-        "others are priced with assumed or fallback efficiencies, and the planner says so "
-        "in its notes.",
+        "whose kernel efficiencies in the family's cards were read from measurements "
+        "(*assumed*: carried over or derived without a measurement on the part; *none*: "
+        "the planner's fallback); the planner states the widest interval on every "
+        "prediction of a family without measured efficiencies or with fewer than 5 "
+        "held-out latency figures.",
         "",
         families(outcomes),
         "",

@@ -25,6 +25,7 @@ from tests.planner.sizing_cli import size_with_provider
         ("AMD Instinct MI325X", "MI325X-256GB"),
         ("AMD Instinct MI300X", "MI300X-192GB"),
         ("NVIDIA A100-SXM4-40GB", "A100-SXM-40GB"),
+        ("NVIDIA A10G", "A10G-24GB"),
     ],
 )
 def test_success_spec_names_find_their_card(name: str, card: str) -> None:
@@ -34,7 +35,8 @@ def test_success_spec_names_find_their_card(name: str, card: str) -> None:
 
 def test_fail_a_stated_memory_that_is_no_cards_finds_none() -> None:
     assert find_accelerator("NVIDIA H100 64GB") is None
-    assert find_accelerator("A10G") is None  # no public dense figures pinned yet
+    assert find_accelerator("NVIDIA A10G 48GB") is None
+    assert find_accelerator("NVIDIA A10") is None  # the A10 is not the A10G: no card
 
 
 @pytest.mark.parametrize(

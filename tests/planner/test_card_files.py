@@ -15,16 +15,17 @@ from registry.planner import card_files
 from registry.planner.catalog import accelerators, find_accelerator, find_model, models
 from tests.support.cli_process import capgate
 
-A10G = {
+# A GPU capgate does not ship a card for, as a team would add it.
+A30 = {
     "kind": "accelerator",
-    "name": "A10G-24GB",
-    "aliases": ["a10g"],
+    "name": "A30-24GB",
+    "aliases": ["a30"],
     "memory_gib": 24,
-    "memory_bandwidth_gb_s": 600,
-    "dense_tflops": {"bf16": 125, "fp16": 125},
+    "memory_bandwidth_gb_s": 933,
+    "dense_tflops": {"bf16": 165, "fp16": 165},
     "interconnect": "pcie",
     "interconnect_gb_s": 64,
-    "source": "NVIDIA A10G figures as a team states them (test card)",
+    "source": "NVIDIA A30 figures as a team states them (test card)",
 }
 
 
@@ -57,15 +58,15 @@ def test_success_every_shipped_card_loads_with_its_source() -> None:
 def test_success_a_teams_card_adds_a_gpu_without_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert find_accelerator("a10g") is None
-    monkeypatch.setenv(card_files.PATH_VARIABLE, str(_folder(tmp_path, a10g=A10G)))
-    card = find_accelerator("A10G")
-    assert card is not None and card.memory_bandwidth_gb_s == 600
-    assert card.dense_tflops == {"bf16": 125, "fp16": 125}
+    assert find_accelerator("a30") is None
+    monkeypatch.setenv(card_files.PATH_VARIABLE, str(_folder(tmp_path, a30=A30)))
+    card = find_accelerator("A30")
+    assert card is not None and card.memory_bandwidth_gb_s == 933
+    assert card.dense_tflops == {"bf16": 165, "fp16": 165}
 
 
 def test_fail_a_card_may_not_take_a_shipped_name(tmp_path: Path) -> None:
-    thief = {**A10G, "name": "H100-SXM-80GB", "aliases": ["a10g", "h100"]}
+    thief = {**A30, "name": "H100-SXM-80GB", "aliases": ["a30", "h100"]}
     folder = _folder(tmp_path, thief=thief)
     with pytest.raises(InvalidInput) as caught:
         card_files.load([folder])
@@ -77,7 +78,7 @@ def test_fail_a_card_may_not_take_a_shipped_name(tmp_path: Path) -> None:
 
 
 def test_fail_validate_names_every_problem_and_exits_2(tmp_path: Path) -> None:
-    bad = {**A10G, "memory_gib": -1, "dense_tflops": {"bf17": 1}, "colour": "green"}
+    bad = {**A30, "memory_gib": -1, "dense_tflops": {"bf17": 1}, "colour": "green"}
     del bad["source"]
     path = _folder(tmp_path, bad=bad) / "accelerators" / "bad.yaml"
     result = capgate("catalog", "validate", str(path), env=_env(None))
@@ -116,25 +117,25 @@ def test_fail_validate_names_every_problem_and_exits_2(tmp_path: Path) -> None:
 
 
 def test_success_list_show_and_validate_read_the_teams_folder(tmp_path: Path) -> None:
-    folder = _folder(tmp_path, a10g=A10G)
+    folder = _folder(tmp_path, a30=A30)
     env = _env(folder)
     listed = capgate("catalog", "list", "--kind", "accelerator", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
-    assert rows["A10G-24GB"]["file"] == str(folder / "accelerators" / "a10g.yaml")
+    assert rows["A30-24GB"]["file"] == str(folder / "accelerators" / "a30.yaml")
     assert rows["H100-SXM-80GB"]["shipped"] is True
     assert all(row["kind"] == "accelerator" for row in rows.values())
 
-    shown = capgate("catalog", "show", "a10g", env=env)
+    shown = capgate("catalog", "show", "a30", env=env)
     assert shown.returncode == 0, shown.stderr
     card = yaml.safe_load(shown.stdout)
-    assert (card["name"], card["memory_bandwidth_gb_s"]) == ("A10G-24GB", 600)
-    assert card["file"] == str(folder / "accelerators" / "a10g.yaml")
+    assert (card["name"], card["memory_bandwidth_gb_s"]) == ("A30-24GB", 933)
+    assert card["file"] == str(folder / "accelerators" / "a30.yaml")
 
     checked = capgate("catalog", "validate", env=env)
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip() == f"ok  {len(card_files.load([folder]))} card(s)"
 
-    missing = capgate("catalog", "show", "a10g", env=_env(None))
+    missing = capgate("catalog", "show", "a30", env=_env(None))
     assert missing.returncode == 2
-    assert "no catalog card is named 'a10g'" in missing.stderr
+    assert "no catalog card is named 'a30'" in missing.stderr

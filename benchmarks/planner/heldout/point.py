@@ -41,6 +41,9 @@ class Bench:
     # False for offline benchmarks (vllm bench throughput/latency, the LLM class): no API
     # server sits in the request path, so its time per request is not added.
     api_server: bool = True
+    # Share of each prompt the prefix cache serves (prompts that repeat a cached document),
+    # read from how the benchmark built its prompts; 0 for random tokens.
+    prefix_share: float = 0.0
 
 
 def _provider(b: Bench) -> ProviderProfile:
@@ -64,6 +67,7 @@ def predict(b: Bench) -> dict[str, float]:
         cv=b.cv,
         prompt=profiles.fixed(b.prompt),
         output=profiles.fixed(b.output),
+        prefix_share=b.prefix_share,
     )
     prov = _provider(b)
     pl = profiles.plan(
