@@ -83,7 +83,7 @@ class Replica:
         self.running: dict[int, None] = {}
         self.prefilling: list[int] = []
         self.n_dec = 0
-        self.ctx = 0  # KV tokens the decoding sequences read per step
+        self.ctx = 0  # KV tokens the decoding sequences read per step (prefix hits too)
         self.kv_tokens = 0  # KV tokens held by all running requests
         self.steps = 0
         self.mode = IDLE
@@ -205,7 +205,7 @@ class Engine:
             done = r.steps - reqs.dstep[rid]
             kv = reqs.kvbase[rid] + done
             r.n_dec -= 1
-            r.ctx -= kv
+            r.ctx -= reqs.target[rid] + done
             r.kv_tokens -= kv
             reqs.gen[rid] += done
             # The finish heap holds exactly the decoding requests, so neither schedule()
@@ -486,7 +486,10 @@ class Engine:
                     continue
                 state[rid] = DECODE
                 r.n_dec += 1
-                r.ctx += kv
+                # Attention reads the whole context, prefix-cache hits too (every
+                # sequence's block table, shared blocks included); only the memory
+                # (kv_tokens) holds a shared prefix once.
+                r.ctx += target[rid]
                 fin = steps + left
                 self._finish[rid] = fin
                 heapq.heappush(r.finish_heap, (fin, rid))
@@ -500,9 +503,10 @@ class Engine:
         # usually one per call, so no local aliases.
         while True:
             rid = heapq.heappop(heap)[1]
-            kv = self._kvbase[rid] + (steps - self._dstep[rid])
+            grown = steps - self._dstep[rid]
+            kv = self._kvbase[rid] + grown
             r.n_dec -= 1
-            r.ctx -= kv
+            r.ctx -= self._target[rid] + grown
             r.kv_tokens -= kv
             self._gen[rid] = self._out[rid]
             self._state[rid] = DONE
