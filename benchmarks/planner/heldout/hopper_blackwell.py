@@ -164,7 +164,7 @@ _SHAPES = (
 _B200_FP8 = (
     "the card's B200 fp8 efficiencies are vLLM 0.19.0's per-tensor fp8 linear layers "
     "(AIConfigurator's kernel table): fp8 weights at 0.36-0.56 of 7.7 TB/s, GEMMs no faster "
-    "than bf16 (mbu 0.44, mfu 0.25). This run's vLLM 0.10.2 read the 70.6 GB of FP8 weights "
+    "than bf16 (mbu 0.44, mfu 0.25). This run's vLLM 0.10.2 read some 70 GB of FP8 weights "
     "per decode step in under 16.3 ms at TP1 and 4 clients, at least 4.3 TB/s (0.56), so its "
     "fp8 kernels were faster than the collector's release: the card carries one release's B200 "
     "fp8 kernels, and the miss is as large at every load and TP"
@@ -178,8 +178,8 @@ def _named(gpu: str, tp: int, isl: int, osl: int, clients: int) -> str:
 READINGS: dict[str, str] = {
     _named("H100", 2, 1024, 1024, 4): (
         f"+16 % at the lightest load only: {_ASYNC}, and at TP2 its 160 all-reduces a step "
-        "cost 1.3 ms of fixed latency (8 us each, assumed); the same setting at 16 and 64 "
-        "clients is within 7 %"
+        "cost 1.3 ms of fixed latency (8 us each, assumed); the other four H100 points are "
+        "within 13 %"
     ),
     _named("H200", 1, 1024, 1024, 4): f"+18 % at the lightest load only: {_ASYNC}{_SHAPES}",
     _named("H200", 2, 1024, 1024, 4): (
