@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from benchmarks.planner import profiles
 from registry.planner.catalog import resolve_model
@@ -44,6 +45,24 @@ class Bench:
     # Share of each prompt the prefix cache serves (prompts that repeat a cached document),
     # read from how the benchmark built its prompts; 0 for random tokens.
     prefix_share: float = 0.0
+    # Random lengths: each request's prompt and output drawn uniformly from this share of
+    # ``prompt``/``output`` up to the full length, as benchmark_serving.py's
+    # --random-range-ratio reads it in vLLM before 0.9 and its forks (InferenceMAX's
+    # bench_serving): randint(int(L * ratio), L + 1). 1.0: fixed lengths.
+    length_ratio: float = 1.0
+
+
+def length_distribution(length: int, ratio: float) -> dict[str, Any]:
+    """A fixed length, or lengths uniform on [int(length * ratio), length]."""
+    if ratio >= 1.0:
+        return profiles.fixed(length)
+    if ratio <= 0.0:
+        raise ValueError("length_ratio must be in (0, 1]")
+    return {
+        "basis": "assumed",
+        "reason": "uniform random lengths set by the benchmark",
+        "histogram": {"edges": [int(length * ratio), length], "counts": [1]},
+    }
 
 
 def _provider(b: Bench) -> ProviderProfile:
@@ -65,8 +84,8 @@ def predict(b: Bench) -> dict[str, float]:
         # A closed loop's rate only sets the class mix; any positive figure does.
         rate=b.rate or 1.0,
         cv=b.cv,
-        prompt=profiles.fixed(b.prompt),
-        output=profiles.fixed(b.output),
+        prompt=length_distribution(b.prompt, b.length_ratio),
+        output=length_distribution(b.output, b.length_ratio),
         prefix_share=b.prefix_share,
     )
     prov = _provider(b)
