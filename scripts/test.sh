@@ -7,6 +7,15 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+# The whole command's wall time is printed at the end, success or not: the suite's budget
+# is 15 minutes on 2 cores (docs/development.md).
+started=$SECONDS
+report_time() {
+    local took=$((SECONDS - started))
+    printf '\n== test.sh: wall time %dm %02ds (exit %s)\n' $((took / 60)) $((took % 60)) "$1"
+}
+trap 'report_time $?' EXIT
+
 step "python environment"
 bash scripts/bootstrap.sh --dev
 
@@ -56,4 +65,5 @@ step "pytest"
 # Two workers, one test file each at a time (module fixtures stay per file): the suite
 # is CPU-bound and CI has two cores. Each worker gets its own PostgreSQL database and
 # OPA server (tests/conftest.py).
-.venv/bin/pytest -n "${CAPGATE_TEST_WORKERS:-2}" --dist loadfile "$@"
+# The 20 slowest tests are listed after the run, so a test that grows is seen.
+.venv/bin/pytest -n "${CAPGATE_TEST_WORKERS:-2}" --dist loadfile --durations=20 "$@"

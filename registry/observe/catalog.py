@@ -118,7 +118,7 @@ def buckets(key: str, max_model_len: int) -> tuple[float, ...]:
 
 
 def markdown_table() -> str:
-    """The README's table of series by release (python -m registry.observe.catalog)."""
+    """docs/observe.md's table of series by release (python -m registry.observe.catalog)."""
     old, new = signals("0.9.2"), signals("0.10.2")
     rows = [
         "| signal | kind | vLLM before 0.10 reads | vLLM 0.10 and later reads | what it is |",

@@ -1,6 +1,6 @@
 """Read one deployment's vLLM series over a window into an Observation.
 
-Every query is built here (README, "Production signal", lists them). Counts are
+Every query is built here (docs/observe.md lists them). Counts are
 ``increase()`` over the whole window at its end, evaluated by Prometheus, so a 30-day
 window over a thousand pods is one aggregation per signal, not a download; the request
 rate is the one range query, its step chosen so that it has at most MAX_POINTS points.

@@ -1,4 +1,4 @@
-"""The README's production-signal section says what the code does."""
+"""docs/observe.md (the production-signal page) says what the code does."""
 
 from __future__ import annotations
 
@@ -7,25 +7,25 @@ from pathlib import Path
 
 from registry.observe.catalog import markdown_table
 
-README = Path(__file__).parents[2] / "README.md"
+PAGE = Path(__file__).parents[2] / "docs" / "observe.md"
 
 
 def readme_block(name: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     match = re.search(rf"<!-- {name}:begin -->\n(.*?)<!-- {name}:end -->", text, re.S)
-    assert match, f"README has no {name} block"
+    assert match, f"docs/observe.md has no {name} block"
     return match.group(1)
 
 
 def test_series_table_is_generated_from_the_catalog() -> None:
     assert readme_block("observe-metrics").strip() == markdown_table(), (
-        "README's series table is out of date: python -m registry.observe.catalog"
+        "docs/observe.md's series table is out of date: python -m registry.observe.catalog"
     )
 
 
 def documented_queries(selector: str, label: str, window: str, step: str) -> list[str]:
-    """The README's PromQL table with S, L, W and D filled in."""
-    text = README.read_text(encoding="utf-8")
+    """The page's PromQL table with S, L, W and D filled in."""
+    text = PAGE.read_text(encoding="utf-8")
     table = text[text.index("| what | query |") : text.index("Every query sent is stored")]
     queries = []
     for row in table.splitlines()[2:]:

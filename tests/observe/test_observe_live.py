@@ -123,7 +123,7 @@ def test_traffic_from_the_profile_matches_the_truth_and_shows_no_drift(
         planned = next(c for c in PROFILE.classes if c.name == cls["name"])
         assert cls["interarrival_cv"] == pytest.approx(planned.arrival.interarrival_cv, rel=0.2)
     assert answer["observation"]["fleet"]["kv_cache_series"] == "vllm:kv_cache_usage_perc"
-    # Every query the README documents is one this observation sent.
+    # Every query docs/observe.md documents is one this observation sent.
     sent = answer["observation"]["source"]["queries"]
     documented = documented_queries('namespace="assistant"', "traffic_class", "7200s", "60s")
     assert len(documented) >= 8
