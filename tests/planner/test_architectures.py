@@ -1,5 +1,6 @@
-"""Architectures the planner cannot price are refused by name, never priced as a dense
-transformer (issue 28): from config.json when the profile carries it, else from the name."""
+"""Architectures beyond grouped-query attention (issue 28): multi-head latent attention and
+sliding-window attention priced from the model's config.json, and what the planner still
+cannot price refused by name, never priced as a dense transformer."""
 
 from __future__ import annotations
 
@@ -9,31 +10,70 @@ from typing import Any
 import pytest
 
 from registry.planner.architectures import refusal
-from registry.planner.catalog import models
+from registry.planner.catalog import ModelShape, count_hf_config, models, resolve_model
+from registry.planner.memory import kv_bytes_per_token, memory_fit
+from registry.planner.step_time import Efficiency, StepModel
+from registry.records.provider import ProviderProfile
 from tests.factories import example
 from tests.planner.sizing_cli import size_with_provider
 
-# Shortened from the published config.json files (the fields that decide).
+# Rewritten from the published config.json files (deepseek-ai/DeepSeek-V3,
+# deepseek-ai/DeepSeek-V2-Lite-Chat, google/gemma-3-27b-it text_config, openai/gpt-oss-120b),
+# keeping the fields that decide.
 DEEPSEEK_V3 = {
-    "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
-    "num_attention_heads": 128, "num_key_value_heads": 128, "kv_lora_rank": 512,
-    "qk_rope_head_dim": 64, "n_shared_experts": 1, "n_routed_experts": 256,
-    "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+    "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
+    "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1,
+    "n_routed_experts": 256, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+    "moe_layer_freq": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
 }  # fmt: skip
-GEMMA_3 = {
-    "model_type": "gemma3_text", "num_hidden_layers": 6, "sliding_window": 1024,
-    "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
-    "max_position_embeddings": 131072,
+DEEPSEEK_V2_LITE = {
+    "model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
+    "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 27,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
+    "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+    "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
+}  # fmt: skip
+GEMMA_3_27B = {
+    "model_type": "gemma3_text", "vocab_size": 262208, "hidden_size": 5376,
+    "intermediate_size": 21504, "num_hidden_layers": 62, "num_attention_heads": 32,
+    "num_key_value_heads": 16, "head_dim": 128, "sliding_window": 1024,
+    "sliding_window_pattern": 6, "max_position_embeddings": 131072,
+    "tie_word_embeddings": True,
+}  # fmt: skip
+GPT_OSS_120B = {
+    "model_type": "gpt_oss", "vocab_size": 201088, "hidden_size": 2880,
+    "intermediate_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128,
+    "num_experts_per_tok": 4, "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False,
 }  # fmt: skip
 MISTRAL_V01 = {"model_type": "mistral", "sliding_window": 4096, "max_position_embeddings": 32768}
+QWEN2_MOE = {
+    "model_type": "qwen2_moe", "vocab_size": 151936, "hidden_size": 2048,
+    "intermediate_size": 5632, "moe_intermediate_size": 1408, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 60,
+    "num_experts_per_tok": 4, "shared_expert_intermediate_size": 5632,
+    "decoder_sparse_step": 1, "max_position_embeddings": 8192, "tie_word_embeddings": False,
+}  # fmt: skip
+
+# Still refused.
 JAMBA = {"model_type": "jamba", "attn_layer_period": 8, "attn_layer_offset": 4}
 NEMOTRON_H = {"model_type": "nemotron_h", "hybrid_override_pattern": "M-M-M-MM*-"}
 LLAMA_4 = {"model_type": "llama4_text", "attention_chunk_size": 8192}
 NEMOTRON_SUPER = {"model_type": "nemotron-nas", "block_configs": [{"attention": {}}]}
-QWEN2_MOE = {"model_type": "qwen2_moe", "shared_expert_intermediate_size": 5632}
-QWEN3_MOE = {"model_type": "qwen3_moe", "mlp_only_layers": [0, 1]}
+QWEN2_PARTIAL_WINDOW = {
+    "model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 4096,
+    "use_sliding_window": True, "max_window_layers": 21,
+}  # fmt: skip
+SHARED_UNCOUNTED = {"model_type": "qwen2_moe", "shared_expert_intermediate_size": 5632}
 
-# Dense configs that must still be priced.
+# Dense configs priced as before.
 LLAMA_31 = {"model_type": "llama", "num_hidden_layers": 32, "num_key_value_heads": 8}
 QWEN25 = {
     "model_type": "qwen2", "sliding_window": 131072, "use_sliding_window": False,
@@ -44,19 +84,48 @@ MISTRAL_V03 = {"model_type": "mistral", "sliding_window": None}
 MIXTRAL = {"model_type": "mixtral", "num_local_experts": 8, "sliding_window": None}
 
 
+def _provider(name: str, config: dict[str, Any], total_b: float, **model: Any) -> dict[str, Any]:
+    """The worked example's provider serving ``name`` with its config.json; the profile's
+    own shape fields are the config's (a user copies them), else the example's."""
+    provider = example("provider")
+    provider["model"] = {
+        **provider["model"],
+        "name": name,
+        "hf_config": config,
+        "total_params_b": total_b,
+        "layers": config["num_hidden_layers"],
+        "hidden_size": config["hidden_size"],
+        "attention_heads": config["num_attention_heads"],
+        "kv_heads": config["num_key_value_heads"],
+        "head_dim": config.get("head_dim", config["hidden_size"] // config["num_attention_heads"]),
+        **model,
+    }
+    return provider
+
+
+def _shape(provider: dict[str, Any]) -> ModelShape:
+    return resolve_model(ProviderProfile.model_validate(provider))
+
+
+# --- refusals ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("config", "said"),
     [
-        (DEEPSEEK_V3, "multi-head latent attention (kv_lora_rank 512, qk_rope_head_dim 64)"),
-        (GEMMA_3, "sliding-window attention in 5 of 6 layers (layer_types, window 1024)"),
-        (MISTRAL_V01, "sliding-window attention (sliding_window 4096)"),
         (JAMBA, "state-space or linear-attention layers (model_type jamba)"),
         (NEMOTRON_H, "state-space or linear-attention layers (model_type nemotron_h)"),
         ({"layers_block_type": ["mamba", "attention"]}, "layers of kind mamba"),
         (LLAMA_4, "chunked local attention (attention_chunk_size 8192)"),
         (NEMOTRON_SUPER, "layers that differ (block_configs)"),
-        (QWEN2_MOE, "a mixture of experts with shared experts and no active_params_b"),
-        (QWEN3_MOE, "dense layers among mixture-of-experts ones (mlp_only_layers)"),
+        (
+            QWEN2_PARTIAL_WINDOW,
+            "sliding-window attention on part of the layers (max_window_layers 21)",
+        ),
+        (SHARED_UNCOUNTED, "a mixture of experts with shared experts, no active_params_b"),
+        (
+            {"kv_lora_rank": 512, "qk_rope_head_dim": 64},
+            "multi-head latent attention (kv_lora_rank 512) without qk_nope_head_dim, "
+            "v_head_dim: its cache and attention cannot be sized",
+        ),
     ],
 )
 def test_fail_each_unpriced_architecture_is_named(config: dict[str, Any], said: str) -> None:
@@ -64,25 +133,36 @@ def test_fail_each_unpriced_architecture_is_named(config: dict[str, Any], said: 
     assert found is not None and found.startswith(f"config.json: {said}")
 
 
-@pytest.mark.parametrize("config", [LLAMA_31, QWEN25, QWEN3, MISTRAL_V03, MIXTRAL])
-def test_success_dense_configs_are_priced(config: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "config",
+    [LLAMA_31, QWEN25, QWEN3, MISTRAL_V03, MIXTRAL, DEEPSEEK_V3, DEEPSEEK_V2_LITE, GEMMA_3_27B,
+     GPT_OSS_120B, MISTRAL_V01, QWEN2_MOE, {"model_type": "qwen3_moe", "mlp_only_layers": [0]}],
+)  # fmt: skip
+def test_success_configs_of_priced_architectures_are_not_refused(config: dict[str, Any]) -> None:
     assert refusal("org/any-model", config, active_stated=False) is None
 
 
 def test_success_shared_experts_with_stated_active_params_are_priced() -> None:
-    assert refusal("Qwen/Qwen1.5-MoE-A2.7B", QWEN2_MOE, active_stated=True) is None
+    assert refusal("Qwen/Qwen1.5-MoE-A2.7B", SHARED_UNCOUNTED, active_stated=True) is None
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["deepseek-ai/DeepSeek-V3", "google/gemma-3-27b-it", "ai21labs/AI21-Jamba-1.5-Mini",
-     "nvidia/Llama-3_3-Nemotron-Super-49B-v1", "Qwen/Qwen3-Next-80B-A3B-Instruct",
-     "openai/gpt-oss-120b", "mistralai/Mistral-7B-v0.1"],
+    ("name", "priced_with_config"),
+    [("deepseek-ai/DeepSeek-V3", True), ("google/gemma-3-27b-it", True),
+     ("openai/gpt-oss-120b", True), ("mistralai/Mistral-7B-v0.1", True),
+     ("ai21labs/AI21-Jamba-1.5-Mini", False), ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", False),
+     ("Qwen/Qwen3-Next-80B-A3B-Instruct", False),
+     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", False)],
 )  # fmt: skip
-def test_fail_a_known_family_is_refused_by_name_without_a_config(name: str) -> None:
+def test_fail_a_known_family_is_refused_by_name_without_a_config(
+    name: str, priced_with_config: bool
+) -> None:
     found = refusal(name, None, active_stated=False)
     assert found is not None and found.startswith(f"the name {name!r} is a model with ")
-    assert found.endswith("(give model.hf_config to be sure)")
+    if priced_with_config:
+        assert found.endswith("prices from its config.json only (give model.hf_config)")
+    else:
+        assert found.endswith("(give model.hf_config to be sure)")
 
 
 def test_success_no_shipped_model_card_is_refused() -> None:
@@ -92,17 +172,85 @@ def test_success_no_shipped_model_card_is_refused() -> None:
             assert refusal(alias, None, active_stated=False) is None, alias
 
 
-def test_fail_plan_size_refuses_a_latent_attention_model(tmp_path: Path) -> None:
+def test_fail_plan_size_refuses_a_state_space_model(tmp_path: Path) -> None:
     provider = example("provider")
-    provider["model"] = {
-        **provider["model"],
-        "name": "deepseek-ai/DeepSeek-V3",
-        "hf_config": DEEPSEEK_V3,
-    }
+    provider["model"] = {**provider["model"], "name": "ai21labs/Jamba-mini", "hf_config": JAMBA}
     result = size_with_provider(tmp_path, provider)
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
         "model.hf_config: provider llama31-8b-h100-vllm: the planner cannot price "
-        "deepseek-ai/DeepSeek-V3, config.json: multi-head latent attention (kv_lora_rank 512"
+        "ai21labs/Jamba-mini, config.json: state-space or linear-attention layers (model_type "
+        "jamba)"
     ) in result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_fail_plan_size_refuses_deepseek_by_name_without_its_config(tmp_path: Path) -> None:
+    provider = example("provider")
+    provider["model"] = {**provider["model"], "name": "deepseek-ai/DeepSeek-V3"}
+    result = size_with_provider(tmp_path, provider)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        "model.name: provider llama31-8b-h100-vllm: the planner cannot price "
+        "deepseek-ai/DeepSeek-V3, the name 'deepseek-ai/DeepSeek-V3' is a model with "
+        "multi-head latent attention, which the planner prices from its config.json only"
+    ) in result.stderr
+
+
+# --- multi-head latent attention ------------------------------------------------------------
+def test_success_deepseek_v3_counts_671b_total_and_37b_active() -> None:
+    counted = count_hf_config(DEEPSEEK_V3)
+    assert counted is not None
+    # DeepSeek-V3 technical report: 671B total, 37B activated per token (the 14B multi-token
+    # prediction module is not in the main model vLLM loads).
+    assert 670e9 < counted.total < 672e9
+    assert 37e9 < counted.active < 38e9
+    assert counted.moe_layers == 58
+
+
+def test_success_deepseek_v3_caches_one_latent_per_token_on_every_tp_rank() -> None:
+    shape = _shape(_provider("deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, 671, weights_dtype="fp8"))
+    assert (shape.kv_heads, shape.head_dim, shape.kv_planes) == (1, 576, 1)
+    # (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 bytes x 61 layers, not sharded by TP.
+    assert kv_bytes_per_token(shape, 1) == kv_bytes_per_token(shape, 8) == 576 * 2 * 61
+    assert 37.0 < shape.active_params / 1e9 < 38.0
+    said = "multi-head latent attention: the KV cache holds one latent of kv_lora_rank 512 + "
+    assert any(n.startswith(said + "qk_rope_head_dim 64 = 576 values") for n in shape.notes)
+    fp8 = _shape(_provider("deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, 671, kv_dtype="fp8"))
+    assert kv_bytes_per_token(fp8, 8) == 576 * 61
+
+
+def test_success_latent_attention_prefills_as_mha_and_decodes_over_the_latent() -> None:
+    provider = _provider("deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, 671, weights_dtype="fp8")
+    shape = _shape(provider)
+    accel = ProviderProfile.model_validate(provider).accelerator
+    for tp in (1, 8):
+        step = StepModel(shape, accel, tensor_parallel=tp, efficiency=Efficiency())
+        decay = tp**-0.1 if tp > 1 else 1.0
+        attn_flops = 989e12 * step.resolved.attn_mfu * decay
+        # Prefill: 2 x heads x (qk_nope + qk_rope + v_head_dim) FLOPs per pair and layer.
+        expected = 2.0 * 61 * 128 * (192 + 128) / tp / attn_flops
+        assert step.attn_time_per_ctx_token == pytest.approx(expected, rel=1e-12)
+        # Decode: the slower of reading the latent and 2 x heads x (576 + 512) FLOPs.
+        read = 576 * 2 * 61 / (3350e9 * step.resolved.mbu * decay)
+        compute = 2.0 * 128 / tp * (576 + 512) * 61 / attn_flops
+        assert step.kv_time_per_token == pytest.approx(max(read, compute), rel=1e-12)
+
+
+def test_success_plan_size_prices_deepseek_v2_lite_end_to_end(tmp_path: Path) -> None:
+    provider = _provider("deepseek-ai/DeepSeek-V2-Lite-Chat", DEEPSEEK_V2_LITE, 15.7)
+    result = size_with_provider(tmp_path, provider)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    said = "model deepseek-ai/DeepSeek-V2-Lite-Chat: 15.7B params (2.66B active), 27 layers"
+    assert said + ", 1 KV heads x 576" in out
+    assert "multi-head latent attention: the KV cache holds one latent" in out
+    shape = _shape(provider)
+    fit = memory_fit(
+        shape, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9, block_size=16,
+        max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=16384,
+        p99_context_by_class={}, accelerator="H100-SXM-80GB", runtime_version="0.10.2",
+    )  # fmt: skip
+    # 27 layers x 576 x 2 bytes per token, nothing divided by TP.
+    assert fit.kv_blocks == int(fit.kv_cache_gib * 2**30 // (16 * 27 * 1152))
+    assert f"{fit.kv_blocks} blocks x 16 = {fit.kv_tokens:,} tokens" in out
