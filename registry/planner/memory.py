@@ -270,6 +270,7 @@ class KVGroups:
     full_groups: int
     sliding_groups: int
     window: int | None
+    layers: int  # the model's, padding excluded
 
     @property
     def groups(self) -> int:
@@ -291,17 +292,17 @@ def kv_groups(shape: ModelShape, hybrid: bool = True) -> KVGroups:
     hybrid KV cache manager (0.10) or with ``--disable-hybrid-kv-cache-manager``, where the
     sliding layers of a mixed model hold every token like the full ones
     (``unify_hybrid_kv_cache_specs``)."""
-    full, local = shape.full_layers, shape.sliding_layers
+    full, local, n = shape.full_layers, shape.sliding_layers, shape.layers
     if local == 0 or shape.sliding_window is None:
-        return KVGroups(shape.layers, 1, 0, None)
+        return KVGroups(n, 1, 0, None, n)
     if full == 0:
-        return KVGroups(shape.layers, 0, 1, shape.sliding_window)
+        return KVGroups(n, 0, 1, shape.sliding_window, n)
     if not hybrid:
-        return KVGroups(shape.layers, 1, 0, None)
+        return KVGroups(n, 1, 0, None, n)
     size = min(full, local)
     if max(full, local) < size * 1.5:
         size = max(full, local)
-    return KVGroups(size, -(-full // size), -(-local // size), shape.sliding_window)
+    return KVGroups(size, -(-full // size), -(-local // size), shape.sliding_window, n)
 
 
 def hybrid_manager(runtime_version: str | None) -> bool:

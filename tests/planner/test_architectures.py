@@ -7,52 +7,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from benchmarks.planner import profiles
+from benchmarks.planner.hf_configs import DEEPSEEK_V2_LITE, DEEPSEEK_V3, GEMMA_3_27B, GPT_OSS_120B
 from registry.planner.architectures import refusal
 from registry.planner.catalog import ModelShape, count_hf_config, models, resolve_model
-from registry.planner.memory import kv_bytes_per_token, memory_fit
+from registry.planner.memory import (
+    KVGroups,
+    kv_bytes_per_token,
+    kv_groups,
+    kv_pool,
+    memory_fit,
+)
+from registry.planner.recomputation import context_moments
+from registry.planner.sampling import draw_class
+from registry.planner.simulator import ClassLoad, EngineSpec, RetrySpec, simulate
 from registry.planner.step_time import Efficiency, StepModel
 from registry.records.provider import ProviderProfile
 from tests.factories import example
 from tests.planner.sizing_cli import size_with_provider
 
-# Rewritten from the published config.json files (deepseek-ai/DeepSeek-V3,
-# deepseek-ai/DeepSeek-V2-Lite-Chat, google/gemma-3-27b-it text_config, openai/gpt-oss-120b),
-# keeping the fields that decide.
-DEEPSEEK_V3 = {
-    "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
-    "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
-    "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1,
-    "n_routed_experts": 256, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
-    "moe_layer_freq": 1, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
-    "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 163840,
-    "tie_word_embeddings": False,
-}  # fmt: skip
-DEEPSEEK_V2_LITE = {
-    "model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
-    "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 27,
-    "num_attention_heads": 16, "num_key_value_heads": 16, "n_shared_experts": 2,
-    "n_routed_experts": 64, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
-    "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
-    "qk_rope_head_dim": 64, "v_head_dim": 128, "max_position_embeddings": 163840,
-    "tie_word_embeddings": False,
-}  # fmt: skip
-GEMMA_3_27B = {
-    "model_type": "gemma3_text", "vocab_size": 262208, "hidden_size": 5376,
-    "intermediate_size": 21504, "num_hidden_layers": 62, "num_attention_heads": 32,
-    "num_key_value_heads": 16, "head_dim": 128, "sliding_window": 1024,
-    "sliding_window_pattern": 6, "max_position_embeddings": 131072,
-    "tie_word_embeddings": True,
-}  # fmt: skip
-GPT_OSS_120B = {
-    "model_type": "gpt_oss", "vocab_size": 201088, "hidden_size": 2880,
-    "intermediate_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64,
-    "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128,
-    "num_experts_per_tok": 4, "sliding_window": 128,
-    "layer_types": ["sliding_attention", "full_attention"] * 18,
-    "max_position_embeddings": 131072, "tie_word_embeddings": False,
-}  # fmt: skip
 MISTRAL_V01 = {"model_type": "mistral", "sliding_window": 4096, "max_position_embeddings": 32768}
 QWEN2_MOE = {
     "model_type": "qwen2_moe", "vocab_size": 151936, "hidden_size": 2048,
@@ -254,3 +230,123 @@ def test_success_plan_size_prices_deepseek_v2_lite_end_to_end(tmp_path: Path) ->
     # 27 layers x 576 x 2 bytes per token, nothing divided by TP.
     assert fit.kv_blocks == int(fit.kv_cache_gib * 2**30 // (16 * 27 * 1152))
     assert f"{fit.kv_blocks} blocks x 16 = {fit.kv_tokens:,} tokens" in out
+
+
+# --- sliding-window attention ---------------------------------------------------------------
+def _gemma() -> tuple[ModelShape, ProviderProfile]:
+    provider = ProviderProfile.model_validate(_provider("google/gemma-3-27b-it", GEMMA_3_27B, 27))
+    return resolve_model(provider), provider
+
+
+def test_success_gemma_3_layers_are_grouped_as_vllm_groups_them() -> None:
+    shape, _ = _gemma()
+    # sliding_window_pattern 6: every sixth layer global, 52 of 62 local.
+    assert (shape.sliding_window, shape.sliding_layers, shape.full_layers) == (1024, 52, 10)
+    # vLLM: groups of the fewer type's 10 layers, 52 local layers padded to 6 groups.
+    assert kv_groups(shape) == KVGroups(10, 1, 6, 1024, 62)
+    # Before the hybrid manager every layer held every token, as one group.
+    assert kv_groups(shape, hybrid=False) == KVGroups(62, 1, 0, None, 62)
+    gpt_oss = _shape(_provider("openai/gpt-oss-120b", GPT_OSS_120B, 116.8))
+    assert kv_groups(gpt_oss) == KVGroups(18, 1, 1, 128, 36)
+    mistral = {**MISTRAL_V01, "num_hidden_layers": 32, "hidden_size": 4096,
+               "num_attention_heads": 32, "num_key_value_heads": 8}  # fmt: skip
+    assert kv_groups(_shape(_provider("mistralai/Mistral-7B-v0.1", mistral, 7.24))) == KVGroups(
+        32, 0, 1, 4096, 32
+    )
+
+
+def test_success_gemma_3_local_layers_hold_at_most_their_window() -> None:
+    shape, _ = _gemma()
+    groups = kv_groups(shape)
+    # A 16k-token request: the full group holds 1024 blocks, each sliding group the window's
+    # cdiv(1023 + 1, 16) + 1 = 65, not 1024.
+    assert groups.blocks_held(16384, 16) == 1024 + 6 * 65
+    assert groups.blocks_held(512, 16) == 7 * 32  # inside the window every group holds all
+    # The pool: block ids of 10 layers' pages; vLLM logs num_blocks // 7 x 16 tokens.
+    layer = 2 * 16 * 128 * 2  # bytes per token and layer: K and V, 16 KV heads x 128, bf16
+    blocks, logged = kv_pool(shape, 20 * 2**30, tensor_parallel=1, block_size=16)
+    assert blocks == 20 * 2**30 // (16 * layer * 10)
+    assert logged == blocks // 7 * 16
+    fit = memory_fit(
+        shape, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9, block_size=16,
+        max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=16384,
+        p99_context_by_class={"long": 16000}, runtime_version="0.10.2",
+    )  # fmt: skip
+    assert fit.concurrency_by_class["long"] == fit.kv_blocks // (1000 + 6 * 65)
+    dense = memory_fit(
+        shape, memory_gib=80, tensor_parallel=1, gpu_memory_utilization=0.9, block_size=16,
+        max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=16384,
+        p99_context_by_class={"long": 16000}, runtime_version="0.9.2",
+    )  # fmt: skip
+    # vLLM 0.9 kept every token in every layer: a fifth of the requests fit.
+    assert dense.concurrency_by_class["long"] < fit.concurrency_by_class["long"] / 4
+
+
+def _one_request(prompt: int, output: int, kv_blocks: int) -> tuple[float, int, int]:
+    """One Gemma 3 request simulated alone: the peak pool tokens it held (less half a block
+    per group; the peak is read when a step or stretch starts), its preemptions, and
+    whether it completed."""
+    shape, provider = _gemma()
+    step = StepModel(shape, provider.accelerator, tensor_parallel=1, efficiency=Efficiency())
+    engine = EngineSpec(
+        step=step, kv_blocks=kv_blocks, block_size=16, max_num_seqs=8,
+        max_num_batched_tokens=8192, prefix_caching=False, kv_groups=kv_groups(shape),
+    )  # fmt: skip
+    wl = profiles.workload(rate=0.01, prompt=profiles.fixed(prompt), output=profiles.fixed(output))
+    stream = draw_class(wl.classes[0], 1, np.random.default_rng(0), max_model_len=16384)
+    load = ClassLoad(name="c", priority=0, rate_rps=0.01, stream=stream, deadline_s=1e9)
+    result = simulate(engine, [load], replicas=1, retry=RetrySpec())
+    held = result.kv_usage_peak * kv_blocks * 16 - 7 * 8
+    return held, result.preemptions, result.per_class["c"].completed
+
+
+def test_success_a_simulated_prefill_holds_the_window_in_local_layers() -> None:
+    # 3000 prompt tokens: the full group holds them all, each of the six sliding groups 1024.
+    held, preemptions, completed = _one_request(3000, 200, kv_blocks=20000)
+    assert (held, preemptions, completed) == (3000 + 6 * 1024, 0, 1)
+
+
+def test_success_a_simulated_decode_stops_growing_local_layers_at_the_window() -> None:
+    # 500 + 3000 tokens end holding 3500 + 6 x 1024 = 9644 pool tokens, 9700 with half a
+    # block per group: 607 blocks (9712 tokens) are enough. Had the sliding groups kept
+    # growing past the window (7 x 3500 = 24500), the request would have been preempted.
+    held, preemptions, completed = _one_request(500, 3000, kv_blocks=607)
+    assert (preemptions, completed) == (0, 1)
+    assert 7 * 1024 <= held <= 3500 + 6 * 1024
+
+
+def test_success_plan_size_prices_gemma_3_end_to_end(tmp_path: Path) -> None:
+    provider = _provider("google/gemma-3-27b-it", GEMMA_3_27B, 27)
+    result = size_with_provider(tmp_path, provider)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert (
+        "model google/gemma-3-27b-it: 27B params (27B active), 62 layers, 16 KV heads x 128" in out
+    )
+    assert "as vLLM logs it: 1 full and 6 sliding-window groups of 10 layers share the blocks, " \
+        "a sliding group holding the last 1024 tokens of a request" in out  # fmt: skip
+    assert "sliding-window attention in 52 of 62 layers (window 1024)" in out
+
+
+def test_success_the_gates_kv_need_counts_local_layers_at_their_window() -> None:
+    # What memory_fit's policy compares with kv_tokens (vLLM's logged pool / 7 groups): one
+    # 3200-token request holds (3200 + 6 x 1024) / 7 of those tokens, not 3200.
+    shape, _ = _gemma()
+    fixed = profiles.workload(rate=1, prompt=profiles.fixed(3000), output=profiles.fixed(200))
+    plain = context_moments(fixed)["c"]
+    held = context_moments(fixed, kv_groups(shape))["c"]
+    assert plain.mean == pytest.approx(3200, abs=1)
+    assert held.mean == pytest.approx((3200 + 6 * 1024) / 7, abs=1)
+
+
+# --- shared experts without latent attention --------------------------------------------------
+def test_success_qwen_moe_active_params_count_the_shared_expert() -> None:
+    counted = count_hf_config(QWEN2_MOE)
+    assert counted is not None
+    # Qwen1.5-MoE-A2.7B: 14.3B total, 2.7B activated (its model card).
+    assert 14.2e9 < counted.total < 14.4e9
+    assert 2.6e9 < counted.active < 2.8e9
+    shape = _shape(_provider("Qwen/Qwen1.5-MoE-A2.7B", QWEN2_MOE, 14.3))
+    assert shape.active_params == pytest.approx(counted.active * 14.3e9 / counted.total)
+    # The activation estimate's widest MLP per token: 4 routed experts plus the shared one.
+    assert shape.intermediate_size * shape.experts_per_token == 4 * 1408 + 5632
