@@ -20,6 +20,7 @@ cost, or both, and a plan sized on that is a guess presented as a recomputation:
 - state-space or linear-attention layers (Jamba, Nemotron-H, Falcon-H1, Granite 4.0-H,
   Qwen3-Next, Mamba): a constant state per sequence instead of a KV cache;
 - layers that differ in shape (Nemotron Super/Ultra ``block_configs``);
+- sparse or compressed latent attention (DeepSeek V3.2 ``index_topk``, DeepSeek V4);
 - a mixture of experts with shared experts whose config lacks the fields to count them and
   whose profile does not state ``active_params_b``.
 
@@ -38,8 +39,8 @@ from typing import Any
 # model_type values of config.json whose layers are not all attention with a KV cache.
 _STATE_SPACE_TYPES = frozenset(
     {
-        "bamba", "falcon_h1", "granitemoehybrid", "jamba", "lfm2", "mamba", "mamba2",
-        "minimax", "nemotron_h", "plamo2", "qwen3_next", "zamba", "zamba2",
+        "bamba", "falcon_h1", "granitemoehybrid", "jamba", "kimi_linear", "lfm2", "mamba",
+        "mamba2", "minimax", "nemotron_h", "plamo2", "qwen3_next", "zamba", "zamba2",
     }
 )  # fmt: skip
 # Layer kinds of ``layer_types`` / ``layers_block_type`` the planner prices as it should.
@@ -127,6 +128,18 @@ def _shared_experts(config: Mapping[str, Any], active_stated: bool) -> str | Non
     return None
 
 
+def _sparse_attention(config: Mapping[str, Any]) -> str | None:
+    """Latent attention over a selected subset of the context (DeepSeek V3.2's lightning
+    indexer, V4's compressed caches): another cache layout and another attention cost."""
+    top_k = _int(config, "index_topk")
+    if top_k is not None:
+        return f"sparse attention over selected tokens (index_topk {top_k})"
+    model_type = str(config.get("model_type", ""))
+    if model_type in ("deepseek_v32", "deepseek_v4"):
+        return f"sparse or compressed latent attention (model_type {model_type})"
+    return None
+
+
 def _latent_without_dims(config: Mapping[str, Any]) -> str | None:
     rank = _int(config, "kv_lora_rank")
     if rank is None:
@@ -147,6 +160,7 @@ _LATENT_DIMS = ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 def config_refusal(config: Mapping[str, Any], *, active_stated: bool) -> str | None:
     """What in config.json the planner cannot price, or None."""
     for found in (
+        _sparse_attention(config),
         _latent_without_dims(config),
         _state_layers(config),
         _local_window(config),

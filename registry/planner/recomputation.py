@@ -705,10 +705,12 @@ def recompute(
     step = ev.step_model(plan_tp)
     full = max(1, min(plan.serving.max_num_seqs, plan_mem.max_concurrency_at_p99_context))
     figures = StepFigures(
-        decode_batch1_ms=round(step.step(0, 0.0, 1, 1024.0) * 1e3, 3),
-        decode_batch_full_ms=round(step.step(0, 0.0, full, full * 1024.0) * 1e3, 3),
+        decode_batch1_ms=round(step.step(0, 0.0, 1, step.kv_context(1024.0)) * 1e3, 3),
+        decode_batch_full_ms=round(
+            step.step(0, 0.0, full, full * step.kv_context(1024.0)) * 1e3, 3
+        ),
         decode_batch_full=full,
-        prefill_2k_ms=round(step.step(2048, 2048 * 1024.0, 0, 0.0) * 1e3, 3),
+        prefill_2k_ms=round(step.step(2048, step.prefill_pairs(0.0, 2048.0), 0, 0.0) * 1e3, 3),
     )
     sizing = Sizing(
         min_ready_replicas_at_peak=r_min,

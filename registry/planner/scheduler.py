@@ -25,7 +25,9 @@ window (``SlidingWindowManager`` frees the blocks that fall out of it), so a req
 context c holds ``full_groups x c + sliding_groups x min(c, window)`` of the pool's
 ``blocks x block_size``. A decoding request grows by ``full_groups + sliding_groups`` per
 step until its context reaches the window, then by ``full_groups``: that change ends a
-decode stretch like a completion does, so each stretch stays linear.
+decode stretch like a completion does, so each stretch stays linear. The decode KV read is
+priced on the same pool tokens, so it counts the padding layers vLLM adds to the last
+sliding group (Gemma 3 27B: the window read in 60 layers for its 52 local ones).
 """
 
 from __future__ import annotations
@@ -170,10 +172,6 @@ class Engine:
         self._unit = groups.group_size / layers if groups is not None else 1.0
         if groups is not None:
             self.half_block = block_size / 2.0 * groups.groups
-            # Attention: the share of layers attending to all the context, the rest to the
-            # window (pool groups count padding layers; attention runs over real ones).
-            local = min(layers, groups.sliding_groups * groups.group_size)
-            self._local_share = local / layers if layers else 0.0
         # n * half_block for every possible count of running requests: an int times a float
         # is one of CPython's slow paths, a list lookup is not (same values).
         self._half_blocks = [n * self.half_block for n in range(max_num_seqs + 2)]
@@ -208,23 +206,6 @@ class Engine:
         w = self.window
         assert w is not None
         return self.full_groups * (c1 - c0) + self.sliding_groups * (min(c1, w) - min(c0, w))
-
-    def _pairs(self, c0: int, chunk: int) -> float:
-        """(token, context token) pairs of a prefill chunk from ``c0``, as all layers'
-        attention costs them: local layers attend to at most the window."""
-        full = chunk * (c0 + chunk / 2.0)
-        w = self.window
-        if w is None:
-            return full
-        c1 = c0 + chunk
-        if c1 <= w:
-            local = full
-        elif c0 >= w:
-            local = float(chunk * w)
-        else:
-            local = (w - c0) * (c0 + w) / 2.0 + (c1 - w) * w
-        share = self._local_share
-        return full * (1.0 - share) + local * share
 
     def _decode_held(self, rid: int, done: int) -> tuple[int, int]:
         """Pool tokens a decoding request holds ``done`` steps after its prefill, and what
@@ -363,7 +344,7 @@ class Engine:
             if self.window is None:
                 prefill_ctx += chunk * (computed[rid] + chunk / 2.0)
             else:
-                prefill_ctx += self._pairs(computed[rid], chunk)
+                prefill_ctx += self.step.prefill_pairs(computed[rid], chunk)
             pending.append((rid, chunk))
         return budget, prefill_tokens, prefill_ctx, preempted
 
@@ -460,7 +441,7 @@ class Engine:
                     if window is None:
                         prefill_ctx += chunk * (start + chunk / 2.0)
                     else:
-                        prefill_ctx += self._pairs(start, chunk)
+                        prefill_ctx += self.step.prefill_pairs(start, chunk)
                     pending.append((rid, chunk))
                 r.kv_tokens = kv_tokens
         usage = (kv_tokens + halves[n_run]) / cap if cap else 1.0

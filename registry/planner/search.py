@@ -480,8 +480,8 @@ class Evaluator:
         )
         ctx = mean_prompt + mean_out / 2
         batch = max(1, min(s.max_num_seqs, int(mem.kv_tokens / max(ctx, 1.0))))
-        decode = step.step(0, 0.0, batch, batch * ctx)
-        prefill = step.step(int(mean_prompt), mean_prompt * mean_prompt / 2, 0, 0.0)
+        decode = step.step(0, 0.0, batch, batch * step.kv_context(ctx))
+        prefill = step.step(int(mean_prompt), step.prefill_pairs(0.0, mean_prompt), 0, 0.0)
         per_request = mean_out * decode / batch + prefill
         return 1.0 / per_request
 

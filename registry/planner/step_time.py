@@ -183,6 +183,9 @@ class StepModel:
         # prefill path), 2 x (qk_nope + qk_rope + v_head_dim) = 2 x 320 for DeepSeek-V3.
         d_attn = shape.attention_heads * (shape.attn_qk_dim + shape.attn_v_dim)
         self.attn_time_per_ctx_token = 2.0 * shape.layers * d_attn / tp / attn_flops
+        # Sliding-window layers attend to (and read) at most their window of the context.
+        self.window = shape.sliding_window if shape.sliding_layers else None
+        self.local_share = shape.sliding_layers / shape.layers if self.window else 0.0
         self.overhead = efficiency.step_overhead_ms / 1e3 + shape.layers * res.layer_us / 1e6
         self.per_sequence = efficiency.sequence_overhead_ms / 1e3
         if tp > 1:
@@ -201,6 +204,30 @@ class StepModel:
         else:
             self.comm_fixed = 0.0
             self.comm_per_token = 0.0
+
+    def kv_context(self, ctx: float) -> float:
+        """The context a decoding sequence reads, as every layer's share of it: ``ctx``, or
+        with sliding-window layers their share of min(ctx, window)."""
+        w = self.window
+        if w is None:
+            return ctx
+        return ctx * (1.0 - self.local_share) + min(ctx, float(w)) * self.local_share
+
+    def prefill_pairs(self, start: float, chunk: float) -> float:
+        """(token, context token) pairs a prefill chunk of ``chunk`` tokens from ``start``
+        attends to (``step``'s ``prefill_ctx``), local layers at most to their window."""
+        full = chunk * (start + chunk / 2.0)
+        w = self.window
+        if w is None:
+            return full
+        end = start + chunk
+        if end <= w:
+            local = full
+        elif start >= w:
+            local = chunk * float(w)
+        else:
+            local = (w - start) * (start + w) / 2.0 + (end - w) * w
+        return full * (1.0 - self.local_share) + local * self.local_share
 
     def weight_time(self, tokens: int) -> float:
         """Time to read the weights a step touches: all dense weights, and for a mixture of

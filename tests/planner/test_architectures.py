@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks.planner import profiles
+from benchmarks.planner import hf_configs, profiles
 from benchmarks.planner.hf_configs import DEEPSEEK_V2_LITE, DEEPSEEK_V3, GEMMA_3_27B, GPT_OSS_120B
 from registry.planner.architectures import refusal
 from registry.planner.catalog import ModelShape, count_hf_config, models, resolve_model
@@ -97,6 +97,10 @@ def _shape(provider: dict[str, Any]) -> ModelShape:
             "sliding-window attention on part of the layers (max_window_layers 21)",
         ),
         (SHARED_UNCOUNTED, "a mixture of experts with shared experts, no active_params_b"),
+        (
+            {**DEEPSEEK_V3, "model_type": "deepseek_v32", "index_topk": 2048},
+            "sparse attention over selected tokens (index_topk 2048)",
+        ),
         (
             {"kv_lora_rank": 512, "qk_rope_head_dim": 64},
             "multi-head latent attention (kv_lora_rank 512) without qk_nope_head_dim, "
@@ -350,3 +354,17 @@ def test_success_qwen_moe_active_params_count_the_shared_expert() -> None:
     assert shape.active_params == pytest.approx(counted.active * 14.3e9 / counted.total)
     # The activation estimate's widest MLP per token: 4 routed experts plus the shared one.
     assert shape.intermediate_size * shape.experts_per_token == 4 * 1408 + 5632
+
+
+def test_success_local_layers_attend_to_their_window_only() -> None:
+    provider = hf_configs.provider("openai/gpt-oss-120b", GPT_OSS_120B, 116.8, "H100-SXM-80GB")
+    step = StepModel(
+        resolve_model(provider), provider.accelerator, tensor_parallel=4, efficiency=Efficiency()
+    )
+    # Half the layers read the whole 1024-token context, half the last 128 tokens.
+    assert step.kv_context(1024.0) == 0.5 * 1024 + 0.5 * 128
+    assert step.kv_context(100.0) == 100.0
+    # A 2048-token prefill: full layers 2048 x 1024 pairs; local ones a triangle up to the
+    # window (128 x 64), then 128 per token.
+    local = 128 * 128 / 2 + (2048 - 128) * 128
+    assert step.prefill_pairs(0.0, 2048.0) == 0.5 * 2048 * 1024 + 0.5 * local
