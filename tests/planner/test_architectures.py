@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks.planner import hf_configs, profiles
 from benchmarks.planner.hf_configs import DEEPSEEK_V2_LITE, DEEPSEEK_V3, GEMMA_3_27B, GPT_OSS_120B
+from registry.planner import recompute
 from registry.planner.architectures import refusal
 from registry.planner.catalog import ModelShape, count_hf_config, models, resolve_model
 from registry.planner.memory import (
@@ -25,7 +26,9 @@ from registry.planner.recomputation import context_moments
 from registry.planner.sampling import draw_class
 from registry.planner.simulator import ClassLoad, EngineSpec, RetrySpec, simulate
 from registry.planner.step_time import Efficiency, StepModel
+from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
+from registry.records.workload import WorkloadProfile
 from tests.factories import example
 from tests.planner.sizing_cli import size_with_provider
 
@@ -368,3 +371,25 @@ def test_success_local_layers_attend_to_their_window_only() -> None:
     # window (128 x 64), then 128 per token.
     local = 128 * 128 / 2 + (2048 - 128) * 128
     assert step.prefill_pairs(0.0, 2048.0) == 0.5 * 2048 * 1024 + 0.5 * local
+
+
+def test_success_deepseek_v3_on_eight_h200_is_recomputed_at_tp8() -> None:
+    doc = hf_configs.provider(
+        "deepseek-ai/DeepSeek-V3", DEEPSEEK_V3, 671, "H200-SXM-141GB", weights_dtype="fp8"
+    ).model_dump(mode="json")
+    doc["zones"] = example("provider")["zones"]
+    doc["accelerator"]["per_node"] = 8
+    plan = example("plan", parallelism={"tensor_parallel": 8, "gpus_per_replica": 8})
+    result = recompute(
+        CapacityPlan.model_validate(plan),
+        WorkloadProfile.model_validate(example("workload")),
+        ProviderProfile.model_validate(doc),
+        seed=0,
+    )
+    m = result.memory
+    assert m.tensor_parallel == 8 and m.fits
+    # Every rank holds the whole latent cache: 70,272 bytes per token, not divided by 8.
+    assert m.kv_bytes_per_token == m.kv_bytes_per_token_per_gpu == 576 * 2 * 61
+    assert m.kv_blocks == int(m.kv_cache_gib * 2**30 // (16 * 576 * 2 * 61))
+    assert result.model.active_params_b == pytest.approx(37.55, abs=0.01)
+    assert result.scenarios["peak"].per_class
