@@ -354,7 +354,8 @@ def count_hf_config(config: Mapping[str, Any]) -> ConfigCounts | None:
         _int(config, "shared_expert_intermediate_size") or 0
     )
     expert = mats * hidden * width
-    # Router (and Qwen2-MoE's one-output shared-expert gate) are counted with the experts.
+    # Each MoE layer also holds its shared experts and its router (Qwen2-MoE's one-output
+    # shared-expert gate, hidden_size weights a layer, is left out).
     common = mats * hidden * shared_width + hidden * experts if experts > 1 else 0
     tied = bool(config.get("tie_word_embeddings", False))
     embed = vocab * hidden * (1 if tied else 2)
