@@ -19,12 +19,14 @@ cost, or both, and a plan sized on that is a guess presented as a recomputation:
   layers chosen by ``max_window_layers`` (Qwen2 with ``use_sliding_window``);
 - state-space or linear-attention layers (Jamba, Nemotron-H, Falcon-H1, Granite 4.0-H,
   Qwen3-Next, Mamba): a constant state per sequence instead of a KV cache;
-- layers that differ in shape (Nemotron Super/Ultra ``block_configs``);
+- layers that differ in shape (Nemotron Super/Ultra ``block_configs``) or reuse another
+  layer's KV cache (Gemma 3n ``num_kv_shared_layers``);
 - sparse or compressed latent attention (DeepSeek V3.2 ``index_topk``, DeepSeek V4);
 - a mixture of experts with shared experts whose config lacks the fields to count them and
   whose profile does not state ``active_params_b``.
 
-Each is found in config.json when the profile carries it. Without one, a family whose
+Each is found in config.json when the profile carries it (a multimodal checkpoint's
+``text_config`` read over its top level). Without one, a family whose
 layout only config.json gives (latent or local attention, state-space layers, differing
 layers) is refused by its name. Nothing here guesses a price: ``refusal`` says what the
 planner cannot price and why, and the caller refuses the model (exit 2, HTTP 422).
@@ -59,6 +61,16 @@ _FAMILIES: tuple[tuple[str, str, bool], ...] = (
     ),
     (r"nemotron-(super|ultra)|llama-3_[13]-nemotron-(super|ultra)", "layers that differ", False),
 )
+
+
+def language_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language model's part of a config.json: a multimodal checkpoint's
+    ``text_config`` (Gemma 3, Llama 4, Mistral 3) over its top level, as vLLM reads it
+    (``hf_text_config``); the config itself otherwise."""
+    text = config.get("text_config")
+    if isinstance(text, Mapping):
+        return {**config, **text}
+    return config
 
 
 def _int(config: Mapping[str, Any], *keys: str) -> int | None:
@@ -108,6 +120,9 @@ def _state_layers(config: Mapping[str, Any]) -> str | None:
 def _uneven_layers(config: Mapping[str, Any]) -> str | None:
     if isinstance(config.get("block_configs"), list):
         return "layers that differ (block_configs)"
+    shared = _int(config, "num_kv_shared_layers")
+    if shared:
+        return f"layers that reuse another layer's KV cache (num_kv_shared_layers {shared})"
     return None
 
 
@@ -186,7 +201,7 @@ def refusal(name: str, config: Mapping[str, Any] | None, *, active_stated: bool)
     """Why the model cannot be priced as the planner prices models, or None. A config.json
     decides when given (it says what the layers are); the name only without one."""
     if config:
-        found = config_refusal(config, active_stated=active_stated)
+        found = config_refusal(language_config(config), active_stated=active_stated)
         return None if found is None else f"config.json: {found}"
     named = name_refusal(name)
     if named is None:

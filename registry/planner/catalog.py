@@ -20,7 +20,7 @@ from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.planner import card_files
-from registry.planner.architectures import refusal
+from registry.planner.architectures import language_config, refusal
 from registry.planner.card_files import AcceleratorCardFile, EfficiencyEntry, ModelCardFile
 from registry.records.provider import DType, InterconnectKind, ProviderProfile
 
@@ -398,18 +398,25 @@ def _sliding_layers(config: Mapping[str, Any], layers: int) -> int:
 
     ``layer_types`` (transformers >= 4.53: Gemma 2/3, gpt-oss, Qwen3) says it per layer;
     older Gemma 3 and Cohere 2 configs give ``sliding_window_pattern`` (every n-th layer
-    is global), Gemma 2 alternates (even layers local, as its modelling code has it); any
-    other config with a window (Mistral 7B v0.1) slides in every layer.
+    is global), or leave it to their model type's default; any other config with a window
+    (Mistral 7B v0.1, Starcoder2) slides in every layer.
     """
     kinds = config.get("layer_types")
     if isinstance(kinds, list) and kinds:
         return sum(1 for kind in kinds[:layers] if kind == "sliding_attention")
-    pattern = _int(config, "sliding_window_pattern")
+    model_type = str(config.get("model_type", ""))
+    pattern = _int(config, "sliding_window_pattern") or _DEFAULT_PATTERN.get(model_type)
     if pattern is not None and pattern > 0:
         return layers - layers // pattern
-    if config.get("model_type") == "gemma2":
-        return (layers + 1) // 2
     return layers
+
+
+# Every n-th layer global when config.json says nothing per layer: the transformers
+# defaults (Gemma2Config and GptOssConfig alternate, local first; Gemma3TextConfig
+# sliding_window_pattern 6; Cohere2Config 4).
+_DEFAULT_PATTERN = {
+    "gemma2": 2, "gpt_oss": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4,
+}  # fmt: skip
 
 
 def attention_layout(
@@ -502,8 +509,8 @@ def resolve_model(provider: ProviderProfile) -> ModelShape:
         sources.append(f"catalog {card.name}: {card.source}")
     elif not (
         spec.hf_config
-        and _int(spec.hf_config, "intermediate_size", "ffn_dim")
-        and _int(spec.hf_config, "vocab_size")
+        and _int(language_config(spec.hf_config), "intermediate_size", "ffn_dim")
+        and _int(language_config(spec.hf_config), "vocab_size")
     ):
         notes.append(
             f"model {spec.name!r} is not in the catalog: MLP width taken as 4x hidden and "
@@ -512,7 +519,7 @@ def resolve_model(provider: ProviderProfile) -> ModelShape:
     total = spec.total_params_b * 1e9
     active = (spec.active_params_b or spec.total_params_b) * 1e9
     layout = AttentionLayout(kv_heads=kv, head_dim=head_dim)
-    cfg = spec.hf_config
+    cfg = language_config(spec.hf_config) if spec.hf_config else None
     if cfg:
         sources.insert(0, "provider profile model.hf_config (config.json, read as is)")
         layers = _int(cfg, "num_hidden_layers", "n_layers", "n_layer") or layers

@@ -393,3 +393,23 @@ def test_success_deepseek_v3_on_eight_h200_is_recomputed_at_tp8() -> None:
     assert m.kv_blocks == int(m.kv_cache_gib * 2**30 // (16 * 576 * 2 * 61))
     assert result.model.active_params_b == pytest.approx(37.55, abs=0.01)
     assert result.scenarios["peak"].per_class
+
+
+def test_success_a_multimodal_config_is_read_through_its_text_config() -> None:
+    # google/gemma-3-27b-it's config.json nests the language model under text_config, and
+    # may leave sliding_window_pattern to Gemma3TextConfig's default of 6.
+    text = {k: v for k, v in GEMMA_3_27B.items() if k != "sliding_window_pattern"}
+    nested = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+              "text_config": text, "vision_config": {"hidden_size": 1152}}  # fmt: skip
+    provider = _provider("google/gemma-3-27b-it", GEMMA_3_27B, 27.4)
+    provider["model"]["hf_config"] = nested
+    shape = _shape(provider)
+    assert (shape.layers, shape.sliding_layers, shape.sliding_window) == (62, 52, 1024)
+    llama4 = {"model_type": "llama4", "text_config": {"attention_chunk_size": 8192}}
+    found = refusal("meta-llama/Llama-4-Scout-17B-16E-Instruct", llama4, active_stated=False)
+    assert found == "config.json: chunked local attention (attention_chunk_size 8192)"
+    gemma3n = {"model_type": "gemma3n", "text_config": {"num_kv_shared_layers": 10}}
+    found = refusal("google/gemma-3n-E4B-it", gemma3n, active_stated=False)
+    assert found == (
+        "config.json: layers that reuse another layer's KV cache (num_kv_shared_layers 10)"
+    )
