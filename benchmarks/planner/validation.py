@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
-from benchmarks.planner import profiles
+from benchmarks.planner import hf_configs, profiles
 from benchmarks.planner.cases import Case, Outcome
 from benchmarks.planner.heldout import HELD_OUT_CASES
 from registry.planner.calibration import calibrate
 from registry.planner.catalog import resolve_model
-from registry.planner.memory import GIB, MemoryFit, kv_bytes_per_token, memory_fit
+from registry.planner.memory import GIB, MemoryFit, kv_bytes_per_token, kv_pool, memory_fit
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, StepModel
 from registry.records.evidence import LoadTestEvidence
@@ -492,7 +493,92 @@ OFF_H100_MEMORY_CASES: tuple[Case, ...] = (
         note="engine failed: 'No available memory for the cache blocks'",
     ),
 )
-MEMORY_CASES = MEMORY_CASES + OFF_H100_MEMORY_CASES
+
+
+# --- KV layouts other than grouped-query attention: the logged tokens from the logged memory ---
+# Each predicts vLLM's "GPU KV cache size: N tokens" from the "Available KV cache memory" the
+# same log states, so it checks the layout (bytes per token and layer, replication across TP
+# ranks, vLLM's KV cache groups), not the memory profile. Added with the layouts; nothing was
+# read from them. Counted as if every layer held every token, the first would come out twice
+# the log (a K and a V plane) or, sharded over TP, the same; the second half of it.
+PR20665 = (
+    "vllm-project/vllm pull request #20665 (https://github.com/vllm-project/vllm/pull/20665), "
+    "start-up log in its description: vLLM V1 of July 2025, DeepSeek-V2-Lite bf16 on 4x L4, "
+    "ranks 0-1 'Available KV cache memory: 12.13 GiB', ranks 2-3 11.33 GiB, 'GPU KV cache "
+    "size: 807,792 tokens'; TP2 x PP2 read from the paired figures (the command is not in the "
+    "log), its 27 layers split 14 + 13 (vllm/distributed/utils.py get_pp_indices), the pool "
+    "the smaller stage's, block size 16 assumed"
+)
+DENNIS_OSS = (
+    _DENNIS + "b474d1e053c35c9aef8c02aae4efbc0d8675f033 "
+    "log/vllm-120B-4gpuA10080GB-0.8GRAM-diff-nodes.log ("
+    + FIX.replace("load-tests/", "")
+    + "planner/vllm-logs/dennislee22__vLLM-benchmarking__vllm-120B-4gpuA10080GB-0.8GRAM-"
+    "diff-nodes.log): vLLM 0.10.1.1, openai/gpt-oss-120b, 4x A100 80GB, TP4, 'Available KV "
+    "cache memory: 45.32 GiB', 'GPU KV cache size: 2,640,144 tokens'; block size 16"
+)
+
+
+def _layout_tokens_k(
+    name: str,
+    config: dict[str, Any],
+    total_b: float,
+    accel: str,
+    tp: int,
+    stages: tuple[tuple[int, float], ...],
+) -> float:
+    """vLLM's logged KV tokens, in thousands, from each pipeline stage's (layers, logged KV
+    GiB): the smallest stage pool (vLLM sizes every stage to the fewest blocks)."""
+    shape = resolve_model(hf_configs.provider(name, config, total_b, accel))
+    pools = [
+        kv_pool(replace(shape, layers=layers), gib * GIB, tensor_parallel=tp, block_size=16)[1]
+        for layers, gib in stages
+    ]
+    return min(pools) / 1000
+
+
+LAYOUT_CASES: tuple[Case, ...] = (
+    Case(
+        "vLLM KV tokens, DeepSeek-V2-Lite (latent attention), L4, TP2 x PP2 (V1, Jul 2025)",
+        "memory",
+        PR20665,
+        "K tokens",
+        807.792,
+        lambda: _layout_tokens_k(
+            "deepseek-ai/DeepSeek-V2-Lite",
+            hf_configs.DEEPSEEK_V2_LITE,
+            15.7,
+            "L4-24GB",
+            2,
+            ((14, 12.13), (13, 11.33)),
+        ),
+        0.05,
+        "(512 + 64) x 2 bytes per token and layer on every TP rank: 14 x 1152 B in 12.13 GiB",
+        held_out=True,
+    ),
+    Case(
+        "vLLM KV tokens, gpt-oss-120b (sliding window 128 in 18 of 36 layers), A100-80GB, "
+        "TP4 (0.10.1.1)",
+        "memory",
+        DENNIS_OSS,
+        "K tokens",
+        2640.144,
+        lambda: _layout_tokens_k(
+            "openai/gpt-oss-120b",
+            hf_configs.GPT_OSS_120B,
+            116.8,
+            "A100-SXM-80GB",
+            4,
+            ((36, 45.32),),
+        ),
+        0.05,
+        "two groups of 18 layers share the pool (2 KV heads x 64 x 2 planes x 2 bytes per "
+        "layer and GPU); vLLM logs blocks // 2 x 16",
+        held_out=True,
+    ),
+)
+
+MEMORY_CASES = MEMORY_CASES + OFF_H100_MEMORY_CASES + LAYOUT_CASES
 
 
 # --- start-up verdicts without a published KV figure ----------------------------------------

@@ -12,7 +12,7 @@ from registry.planner.backends import unmodelled_backend
 from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.catalog import resolve_model
 from registry.planner.kv_need import p99_kv_tokens
-from registry.planner.memory import MemoryFit
+from registry.planner.memory import KVGroups, MemoryFit, hybrid_manager, kv_groups
 from registry.planner.progress import Progress, current
 from registry.planner.result import (
     AutoscalingAdvice,
@@ -199,12 +199,21 @@ def _in_service_per_replica(
     return None if by_class is None else sum(by_class.values())
 
 
-def context_moments(workload: WorkloadProfile) -> dict[str, ContextMoments]:
-    """Each class's context mean and spread, from a seeded draw of its (joint) lengths."""
+def context_moments(
+    workload: WorkloadProfile, groups: KVGroups | None = None
+) -> dict[str, ContextMoments]:
+    """Each class's context mean and spread, from a seeded draw of its (joint) lengths: the
+    KV tokens one request holds as ``MemoryFit.kv_tokens`` counts them. With sliding-window
+    layers (``groups`` with a window) that is not the context: vLLM's logged tokens are the
+    pool over its groups, and a request holds ``(full_groups x context + sliding_groups x
+    min(context, window)) / groups`` of them."""
     out: dict[str, ContextMoments] = {}
     for cls in workload.classes:
         prompt, output = draw_lengths(cls, CONTEXT_DRAWS, np.random.default_rng(99))
         context = prompt.astype(float) + output.astype(float)
+        if groups is not None and groups.window is not None:
+            local = np.minimum(context, float(groups.window))
+            context = (groups.full_groups * context + groups.sliding_groups * local) / groups.groups
         out[cls.name] = ContextMoments(
             mean=round(float(context.mean()), 1), sd=round(float(context.std()), 1)
         )
@@ -511,7 +520,7 @@ def recompute(
 
     # --- the plan's failure scenarios at peak ----------------------------------------------
     scenarios: dict[str, Scenario] = {}
-    moments = context_moments(workload)
+    moments = context_moments(workload, kv_groups(shape, hybrid_manager(provider.runtime.version)))
     for name, lost, note in (
         ("peak", 0, "all of the plan's replicas ready"),
         ("one_worker_lost", 1, "one worker lost; replicas are assumed spread one per worker"),
@@ -696,10 +705,12 @@ def recompute(
     step = ev.step_model(plan_tp)
     full = max(1, min(plan.serving.max_num_seqs, plan_mem.max_concurrency_at_p99_context))
     figures = StepFigures(
-        decode_batch1_ms=round(step.step(0, 0.0, 1, 1024.0) * 1e3, 3),
-        decode_batch_full_ms=round(step.step(0, 0.0, full, full * 1024.0) * 1e3, 3),
+        decode_batch1_ms=round(step.step(0, 0.0, 1, step.kv_context(1024.0)) * 1e3, 3),
+        decode_batch_full_ms=round(
+            step.step(0, 0.0, full, full * step.kv_context(1024.0)) * 1e3, 3
+        ),
         decode_batch_full=full,
-        prefill_2k_ms=round(step.step(2048, 2048 * 1024.0, 0, 0.0) * 1e3, 3),
+        prefill_2k_ms=round(step.step(2048, step.prefill_pairs(0.0, 2048.0), 0, 0.0) * 1e3, 3),
     )
     sizing = Sizing(
         min_ready_replicas_at_peak=r_min,

@@ -113,7 +113,9 @@ class Memory(_Out):
     context_tokens: dict[str, ContextMoments] = Field(
         default_factory=dict,
         description="Per class, the mean and spread of one request's context, from the "
-        "workload's (joint) length distributions: what requests in flight hold in KV.",
+        "workload's (joint) length distributions: what requests in flight hold in KV, in the "
+        "tokens kv_tokens counts (with sliding-window layers, the context's share in the full "
+        "groups plus the window's in the sliding ones).",
     )
 
 

@@ -17,6 +17,17 @@ of the step in flight.
 KV accounting is in tokens with half a block of internal fragmentation per running request
 (vLLM wastes at most one block per request, PagedAttention §4.3); prefix-cache hits skip
 their compute and are counted once (shared blocks), i.e. not per request.
+
+A model with sliding-window layers (``KVGroups`` with a window) counts KV in pool tokens
+instead: vLLM's hybrid KV cache manager gives each group of layers its own block table from
+one pool, a full group holding every token of a request and a sliding group at most its
+window (``SlidingWindowManager`` frees the blocks that fall out of it), so a request of
+context c holds ``full_groups x c + sliding_groups x min(c, window)`` of the pool's
+``blocks x block_size``. A decoding request grows by ``full_groups + sliding_groups`` per
+step until its context reaches the window, then by ``full_groups``: that change ends a
+decode stretch like a completion does, so each stretch stays linear. The decode KV read is
+priced on the same pool tokens, so it counts the padding layers vLLM adds to the last
+sliding group (Gemma 3 27B: the window read in 60 layers for its 52 local ones).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from collections import deque
 from collections.abc import Callable
 
 from registry.planner.events import DECODE, DONE, PREFILL, WAITING
+from registry.planner.memory import KVGroups
 from registry.planner.requests import Requests
 from registry.planner.step_time import StepModel
 
@@ -63,6 +75,7 @@ class Replica:
         "preemptions",
         "prefilling",
         "running",
+        "slope",
         "start",
         "steps",
         "usage",
@@ -71,6 +84,7 @@ class Replica:
         "wait_by_class",
         "wait_n",
         "waiting",
+        "window_heap",
     )
 
     def __init__(self, index: int, n_classes: int, fcfs: bool) -> None:
@@ -83,6 +97,11 @@ class Replica:
         self.running: dict[int, None] = {}
         self.prefilling: list[int] = []
         self.n_dec = 0
+        # KV the decoding sequences add per step: n_dec, or in pool tokens with sliding
+        # windows (requests past their window add only to the full groups).
+        self.slope = 0
+        # (step at which a decoding request's context reaches the window, rid, its dstep).
+        self.window_heap: list[tuple[int, int, int]] = []
         self.ctx = 0  # KV tokens the decoding sequences read per step (prefix hits too)
         self.kv_tokens = 0  # KV tokens held by all running requests
         self.steps = 0
@@ -133,6 +152,7 @@ class Engine:
         fcfs: bool,
         chunked_prefill: bool,
         on_complete: Callable[[int, float], None],
+        kv_groups: KVGroups | None = None,
     ) -> None:
         self.reqs = reqs
         self.step = step
@@ -141,6 +161,17 @@ class Engine:
         # and every KV quantity here is a multiple of one half, exact in a double.
         self._cap_f = float(self.cap)
         self.half_block = block_size / 2.0
+        # Sliding windows (module docstring): the pool's groups, in pool tokens.
+        groups = kv_groups if kv_groups is not None and kv_groups.window is not None else None
+        layers = groups.layers if groups is not None else 1
+        self.window = groups.window if groups is not None else None
+        self.full_groups = groups.full_groups if groups is not None else 1
+        self.sliding_groups = groups.sliding_groups if groups is not None else 0
+        # Pool tokens to tokens of every layer (what the step model's KV read and attention
+        # costs are per): a pool token is one token in group_size layers.
+        self._unit = groups.group_size / layers if groups is not None else 1.0
+        if groups is not None:
+            self.half_block = block_size / 2.0 * groups.groups
         # n * half_block for every possible count of running requests: an int times a float
         # is one of CPython's slow paths, a list lookup is not (same values).
         self._half_blocks = [n * self.half_block for n in range(max_num_seqs + 2)]
@@ -149,7 +180,7 @@ class Engine:
         self.fcfs = fcfs
         self.chunked = chunked_prefill
         self.on_complete = on_complete
-        self._kv_time = step.kv_time_per_token
+        self._kv_time = step.kv_time_per_token * self._unit if groups else step.kv_time_per_token
         # step.decode_terms by decode batch size (a run sees a few hundred sizes at most).
         self._decode_terms: dict[int, tuple[float, float, float]] = {}
         self._arrival = reqs.arrival
@@ -168,6 +199,47 @@ class Engine:
         self._out = reqs.out
         self._admitted = reqs.admitted
         self._first_token = reqs.first_token
+
+    # --- sliding windows (pool tokens) ---------------------------------------------------
+    def _cost(self, c0: int, c1: int) -> int:
+        """Pool tokens a request adds growing its context from ``c0`` to ``c1``."""
+        w = self.window
+        assert w is not None
+        return self.full_groups * (c1 - c0) + self.sliding_groups * (min(c1, w) - min(c0, w))
+
+    def _decode_held(self, rid: int, done: int) -> tuple[int, int]:
+        """Pool tokens a decoding request holds ``done`` steps after its prefill, and what
+        it adds per step from there."""
+        w = self.window
+        assert w is not None
+        c0 = self._target[rid]
+        held = self._kvbase[rid] + self._cost(c0, c0 + done)
+        slope = self.full_groups + (self.sliding_groups if c0 + done < w else 0)
+        return held, slope
+
+    def _window_steps(self, r: Replica) -> int:
+        """Steps until the next decoding request reaches its window (stale entries
+        dropped), or MAX_STRETCH."""
+        heap = r.window_heap
+        state = self._state
+        dstep = self._dstep
+        while heap:
+            at, rid, d = heap[0]
+            if state[rid] == DECODE and dstep[rid] == d and self._replica[rid] == r.index:
+                return at - r.steps
+            heapq.heappop(heap)
+        return MAX_STRETCH
+
+    def _pass_windows(self, r: Replica, steps: int) -> None:
+        """Requests whose context reached the window by ``steps`` now grow the full groups
+        only."""
+        heap = r.window_heap
+        state = self._state
+        dstep = self._dstep
+        while heap and heap[0][0] <= steps:
+            _, rid, d = heapq.heappop(heap)
+            if state[rid] == DECODE and dstep[rid] == d and self._replica[rid] == r.index:
+                r.slope -= self.sliding_groups
 
     # --- waiting queue -------------------------------------------------------------------
     def enqueue(self, r: Replica, rid: int, *, front: bool = False) -> None:
@@ -188,7 +260,10 @@ class Engine:
         need = self._target[rid] - self._hit[rid]
         budget = self.budget
         used = r.kv_tokens + self._half_blocks[n_run + 1]
-        return used + (need if need < budget else budget) <= self._cap_f
+        chunk = need if need < budget else budget
+        if self.window is not None and chunk > 0:
+            chunk = self._cost(self._hit[rid], self._hit[rid] + chunk)
+        return used + chunk <= self._cap_f
 
     # --- preemption ----------------------------------------------------------------------
     def _victim(self, r: Replica) -> int:
@@ -203,9 +278,15 @@ class Engine:
         del r.running[rid]
         if reqs.state[rid] == DECODE:
             done = r.steps - reqs.dstep[rid]
-            kv = reqs.kvbase[rid] + done
+            if self.window is None:
+                kv = reqs.kvbase[rid] + done
+                r.slope -= 1
+                r.ctx -= reqs.target[rid] + done
+            else:
+                kv, slope = self._decode_held(rid, done)
+                r.slope -= slope
+                r.ctx -= kv
             r.n_dec -= 1
-            r.ctx -= reqs.target[rid] + done
             r.kv_tokens -= kv
             reqs.gen[rid] += done
             # The finish heap holds exactly the decoding requests, so neither schedule()
@@ -214,7 +295,10 @@ class Engine:
             heapq.heapify(r.finish_heap)
         else:
             r.prefilling.remove(rid)
-            r.kv_tokens -= reqs.computed[rid] - reqs.kvbase[rid]
+            if self.window is None:
+                r.kv_tokens -= reqs.computed[rid] - reqs.kvbase[rid]
+            else:
+                r.kv_tokens -= self._cost(reqs.kvbase[rid], reqs.computed[rid])
         # Recomputation: prompt plus the tokens generated so far are prefilled again.
         reqs.target[rid] = reqs.prompt[rid] + reqs.gen[rid]
         reqs.computed[rid] = 0
@@ -244,7 +328,10 @@ class Engine:
             if state[rid] != PREFILL:
                 continue
             chunk = min(target[rid] - computed[rid], budget)
-            while r.kv_tokens + chunk + len(running) * half > cap:
+            cost = (
+                chunk if self.window is None else self._cost(computed[rid], computed[rid] + chunk)
+            )
+            while r.kv_tokens + cost + len(running) * half > cap:
                 victim = self._victim(r)
                 self._preempt(r, victim)
                 preempted = True
@@ -253,9 +340,12 @@ class Engine:
             if state[rid] != PREFILL:
                 break  # it preempted itself: stop scheduling running requests (vLLM)
             budget -= chunk
-            r.kv_tokens += chunk
+            r.kv_tokens += cost
             prefill_tokens += chunk
-            prefill_ctx += chunk * (computed[rid] + chunk / 2.0)
+            if self.window is None:
+                prefill_ctx += chunk * (computed[rid] + chunk / 2.0)
+            else:
+                prefill_ctx += self.step.prefill_pairs(computed[rid], chunk)
             pending.append((rid, chunk))
         return budget, prefill_tokens, prefill_ctx, preempted
 
@@ -270,9 +360,11 @@ class Engine:
         kv_tokens = r.kv_tokens
         n_run = len(running)
         preempted = False
-        # Running decodes grow by one token each; make room by preemption if needed.
-        if n_dec and kv_tokens + n_dec + halves[n_run] > cap:
-            while r.n_dec and r.kv_tokens + r.n_dec + len(running) * half > cap:
+        window = self.window
+        # Running decodes grow by one token each (r.slope, in pool tokens with sliding
+        # windows); make room by preemption if needed.
+        if n_dec and kv_tokens + r.slope + halves[n_run] > cap:
+            while r.n_dec and r.kv_tokens + r.slope + len(running) * half > cap:
                 self._preempt(r, self._victim(r))
             preempted = True
             n_dec = r.n_dec
@@ -326,7 +418,8 @@ class Engine:
                     chunk = need if need < budget else budget
                     if not self.chunked and chunk < need:
                         break
-                    if kv_tokens + chunk + halves[n_run + 1] > cap:
+                    cost = chunk if window is None else self._cost(start, start + chunk)
+                    if kv_tokens + cost + halves[n_run + 1] > cap:
                         break  # head-of-line: later requests are not tried
                     if fcfs:
                         queue.popleft()
@@ -344,16 +437,20 @@ class Engine:
                     prefilling.append(rid)
                     n_run += 1
                     budget -= chunk
-                    kv_tokens += chunk
+                    kv_tokens += cost
                     prefill_tokens += chunk
-                    prefill_ctx += chunk * (start + chunk / 2.0)
+                    if window is None:
+                        prefill_ctx += chunk * (start + chunk / 2.0)
+                    else:
+                        prefill_ctx += self.step.prefill_pairs(start, chunk)
                     pending.append((rid, chunk))
                 r.kv_tokens = kv_tokens
         usage = (kv_tokens + halves[n_run]) / cap if cap else 1.0
         if usage > r.kv_peak:
             r.kv_peak = usage
         if pending:
-            dur = self.step.step(prefill_tokens, prefill_ctx, n_dec, r.ctx)
+            ctx = r.ctx if window is None else r.ctx * self._unit
+            dur = self.step.step(prefill_tokens, prefill_ctx, n_dec, ctx)
             r.mode = SINGLE
             r.pending = pending
             r.k = 1
@@ -362,9 +459,13 @@ class Engine:
             k = heap[0][0] - r.steps if heap else MAX_STRETCH
             # Steps until the KV cache is full: a whole number as a float; int() is a slow
             # call, needed only when the cache, not a completion, ends the stretch.
-            room = (cap - kv_tokens - halves[n_run]) // n_dec
-            if room < k:
-                k = int(room)
+            slope = r.slope
+            if slope:
+                room = (cap - kv_tokens - halves[n_run]) // slope
+                if room < k:
+                    k = int(room)
+            if window is not None:
+                k = min(k, self._window_steps(r))
             if k > MAX_STRETCH:
                 k = MAX_STRETCH
             if k < 1:
@@ -373,6 +474,8 @@ class Engine:
             if terms is None:
                 terms = self._decode_terms[n_dec] = self.step.decode_terms(n_dec)
             c, base, b = terms
+            if window is not None:
+                b = self._kv_time * slope
             m = base + self._kv_time * r.ctx
             # lines_sum(*step.decode_lines(n_dec, ctx), k) in its equal-slopes branch, with
             # the same operations in the same order (cut_stretch repeats this expression);
@@ -446,15 +549,20 @@ class Engine:
             k = r.k
             steps = r.steps + k
             r.steps = steps
-            grown = r.n_dec * k
+            grown = r.slope * k
             r.ctx += grown
             r.kv_tokens += grown
+            if self.window is not None:
+                self._pass_windows(r, steps)
         elif r.mode == SINGLE:
             steps = r.steps + 1
             r.steps = steps
-            n_dec = r.n_dec
-            r.ctx += n_dec
-            r.kv_tokens += n_dec
+            grown = r.slope
+            r.ctx += grown
+            r.kv_tokens += grown
+            window = self.window
+            if window is not None:
+                self._pass_windows(r, steps)
             state = self._state
             computed = self._computed
             target = self._target
@@ -474,7 +582,10 @@ class Engine:
                     first_token[rid] = now
                 g = gen[rid] + 1
                 gen[rid] = g
-                kv = target[rid] - kvbase[rid]
+                if window is None:
+                    kv = target[rid] - kvbase[rid]
+                else:
+                    kv = self._cost(kvbase[rid], target[rid])
                 kvbase[rid] = kv
                 self._dstep[rid] = steps
                 left = out[rid] - g
@@ -486,10 +597,20 @@ class Engine:
                     continue
                 state[rid] = DECODE
                 r.n_dec += 1
-                # Attention reads the whole context, prefix-cache hits too (every
-                # sequence's block table, shared blocks included); only the memory
-                # (kv_tokens) holds a shared prefix once.
-                r.ctx += target[rid]
+                if window is None:
+                    r.slope += 1
+                    # Attention reads the whole context, prefix-cache hits too (every
+                    # sequence's block table, shared blocks included); only the memory
+                    # (kv_tokens) holds a shared prefix once.
+                    r.ctx += target[rid]
+                else:
+                    r.slope += self.full_groups
+                    if target[rid] < window and self.sliding_groups:
+                        r.slope += self.sliding_groups
+                        at = steps + window - target[rid]
+                        heapq.heappush(r.window_heap, (at, rid, steps))
+                    # In pool tokens; a sliding-window model's prefix hits are not re-read.
+                    r.ctx += kv
                 fin = steps + left
                 self._finish[rid] = fin
                 heapq.heappush(r.finish_heap, (fin, rid))
@@ -504,9 +625,15 @@ class Engine:
         while True:
             rid = heapq.heappop(heap)[1]
             grown = steps - self._dstep[rid]
-            kv = self._kvbase[rid] + grown
+            if self.window is None:
+                kv = self._kvbase[rid] + grown
+                r.slope -= 1
+                r.ctx -= self._target[rid] + grown
+            else:
+                kv, slope = self._decode_held(rid, grown)
+                r.slope -= slope
+                r.ctx -= kv
             r.n_dec -= 1
-            r.ctx -= self._target[rid] + grown
             r.kv_tokens -= kv
             self._gen[rid] = self._out[rid]
             self._state[rid] = DONE

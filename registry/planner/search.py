@@ -56,7 +56,7 @@ from numpy.typing import NDArray
 from registry.errors import InvalidInput
 from registry.planner.catalog import ModelShape
 from registry.planner.efficiency import frontend_time
-from registry.planner.memory import MemoryFit, memory_fit
+from registry.planner.memory import MemoryFit, hybrid_manager, kv_groups, memory_fit
 from registry.planner.progress import Progress, current
 from registry.planner.result import ClassPrediction
 from registry.planner.sampling import ClassStream, draw_class, gamma_gaps, p99_of
@@ -362,6 +362,7 @@ class Evaluator:
             fcfs=s.scheduling_policy is SchedulingPolicy.fcfs,
             chunked_prefill=s.enable_chunked_prefill,
             prefix_caching=s.enable_prefix_caching,
+            kv_groups=kv_groups(self.shape, hybrid_manager(self.provider.runtime.version)),
         )
 
     def simulated(self, replicas: int) -> int:
@@ -479,8 +480,8 @@ class Evaluator:
         )
         ctx = mean_prompt + mean_out / 2
         batch = max(1, min(s.max_num_seqs, int(mem.kv_tokens / max(ctx, 1.0))))
-        decode = step.step(0, 0.0, batch, batch * ctx)
-        prefill = step.step(int(mean_prompt), mean_prompt * mean_prompt / 2, 0, 0.0)
+        decode = step.step(0, 0.0, batch, batch * step.kv_context(ctx))
+        prefill = step.step(int(mean_prompt), step.prefill_pairs(0.0, mean_prompt), 0, 0.0)
         per_request = mean_out * decode / batch + prefill
         return 1.0 / per_request
 

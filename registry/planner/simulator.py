@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from registry.planner.events import ARRIVAL, DEADLINE, SHED, STEP_END, WAITING
+from registry.planner.memory import KVGroups
 from registry.planner.requests import Requests
 from registry.planner.sampling import ClassStream
 from registry.planner.scheduler import STRETCH, Engine, Replica
@@ -63,6 +64,9 @@ class EngineSpec:
     fcfs: bool = True
     chunked_prefill: bool = True
     prefix_caching: bool = True
+    # vLLM's KV cache groups when some layers slide (memory.kv_groups): ``kv_blocks`` is then
+    # the pool's block ids and the scheduler counts KV in pool tokens; None: one group.
+    kv_groups: KVGroups | None = None
 
 
 @dataclass
@@ -244,6 +248,7 @@ def simulate(
         fcfs=engine_spec.fcfs,
         chunked_prefill=engine_spec.chunked_prefill,
         on_complete=on_complete,
+        kv_groups=engine_spec.kv_groups,
     )
     reps = [Replica(i, n_cls, engine_spec.fcfs) for i in range(replicas)]
     heap: list[tuple[float, int, int, int, int]] = []

@@ -144,8 +144,6 @@ class StepModel:
         decay = tp ** (-efficiency.tp_efficiency_decay) if tp > 1 else 1.0
         bw = accel.memory_bandwidth_gb_s * 1e9 * res.mbu * decay
         flops = _flops_dtype(accel, shape.weight_bytes) * res.mfu * decay
-        # Attention runs in 16-bit whatever the weights' dtype.
-        attn_flops = _flops_dtype(accel, 2.0) * res.attn_mfu * decay
         card = find_model(shape.name)
         tied = card.tied_embeddings if card is not None else False
         embed = float(shape.vocab_size * shape.hidden_size)
@@ -159,15 +157,35 @@ class StepModel:
         self.expert_touch = (
             shape.experts_per_token / shape.num_experts if shape.num_experts > 1 else 1.0
         )
-        self.kv_time_per_token = kv_bytes_per_token(shape, tp) / bw
+        # Attention runs in 16-bit whatever the weights' dtype.
+        attn_flops = _flops_dtype(accel, 2.0) * res.attn_mfu * decay
+        # A decoding sequence reads its KV cache once per step. Latent attention decodes
+        # with the up-projections absorbed ("forward_mqa" in vLLM's
+        # vllm/model_executor/layers/attention/mla_attention.py: multi-query attention with
+        # a kv_lora_rank + qk_rope_head_dim key and a kv_lora_rank value per query head over
+        # the cached latent): 2 x heads/TP x (latent + rank) FLOPs per context token and
+        # layer against one latent read, compute bound at many heads per GPU (128 at TP1),
+        # so it costs the slower of the two.
+        read = kv_bytes_per_token(shape, tp) / bw
+        if shape.kv_lora_rank:
+            heads = shape.attention_heads / tp
+            latent_flops = 2.0 * heads * (shape.head_dim + shape.kv_lora_rank) * shape.layers
+            read = max(read, latent_flops / attn_flops)
+        self.kv_time_per_token = read
         # Every scheduled token runs the layers' GEMMs; only sampled tokens (one per decode)
         # run the LM head (vLLM computes logits for the last position of each sequence).
         body = max(shape.active_params - embed * (1.0 if tied else 2.0), 0.5 * shape.active_params)
         self.flop_time_per_token = 2.0 * body / tp / flops
         self.head_time_per_sample = 2.0 * embed / tp / flops
-        # QK^T and PV: 2 x 2 x head_dim FLOPs per head, layer and (token, context token) pair.
-        d_attn = shape.attention_heads * shape.head_dim
-        self.attn_time_per_ctx_token = 4.0 * shape.layers * d_attn / tp / attn_flops
+        # QK^T and PV: 2 x (query/key width + value width) FLOPs per head, layer and (token,
+        # context token) pair: 4 x head_dim for grouped-query attention; latent attention
+        # prefills as multi-head attention over the expanded keys and values (vLLM's MLA
+        # prefill path), 2 x (qk_nope + qk_rope + v_head_dim) = 2 x 320 for DeepSeek-V3.
+        d_attn = shape.attention_heads * (shape.attn_qk_dim + shape.attn_v_dim)
+        self.attn_time_per_ctx_token = 2.0 * shape.layers * d_attn / tp / attn_flops
+        # Sliding-window layers attend to (and read) at most their window of the context.
+        self.window = shape.sliding_window if shape.sliding_layers else None
+        self.local_share = shape.sliding_layers / shape.layers if self.window else 0.0
         self.overhead = efficiency.step_overhead_ms / 1e3 + shape.layers * res.layer_us / 1e6
         self.per_sequence = efficiency.sequence_overhead_ms / 1e3
         if tp > 1:
@@ -186,6 +204,30 @@ class StepModel:
         else:
             self.comm_fixed = 0.0
             self.comm_per_token = 0.0
+
+    def kv_context(self, ctx: float) -> float:
+        """The context a decoding sequence reads, as every layer's share of it: ``ctx``, or
+        with sliding-window layers their share of min(ctx, window)."""
+        w = self.window
+        if w is None:
+            return ctx
+        return ctx * (1.0 - self.local_share) + min(ctx, float(w)) * self.local_share
+
+    def prefill_pairs(self, start: float, chunk: float) -> float:
+        """(token, context token) pairs a prefill chunk of ``chunk`` tokens from ``start``
+        attends to (``step``'s ``prefill_ctx``), local layers at most to their window."""
+        full = chunk * (start + chunk / 2.0)
+        w = self.window
+        if w is None:
+            return full
+        end = start + chunk
+        if end <= w:
+            local = full
+        elif start >= w:
+            local = chunk * float(w)
+        else:
+            local = (w - start) * (start + w) / 2.0 + (end - w) * w
+        return full * (1.0 - self.local_share) + local * self.local_share
 
     def weight_time(self, tokens: int) -> float:
         """Time to read the weights a step touches: all dense weights, and for a mixture of
