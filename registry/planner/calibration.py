@@ -222,12 +222,6 @@ def _frontend_prior(frontend_ms: float, default_ms: float) -> float:
     return FRONTEND_PRIOR_WEIGHT * math.log((frontend_ms + 5.0) / (default_ms + 5.0)) ** 2
 
 
-def _residuals(
-    cases: Sequence[_Case], eff: Efficiency, frontend_ms: float
-) -> list[CalibrationResidual]:
-    return _as_residuals(_engine_predictions(cases, eff), frontend_ms)
-
-
 def _as_residuals(
     engine: Sequence[tuple[str, str, str, float, float | None]], frontend_ms: float
 ) -> list[CalibrationResidual]:
@@ -319,9 +313,18 @@ def calibrate(
     # Every point simulated, kept for the leave-one-out check (it reruns no simulation).
     simulated: dict[tuple[float, float], Engine] = {}
 
+    def engine_at(mbu: float, mfu: float, *, keep: bool = True) -> Engine:
+        # The replays are seeded, so a point is simulated once: the refinement clamped at a
+        # grid edge and the fitted point's residuals would otherwise replay it again.
+        found = simulated.get((mbu, mfu))
+        if found is None:
+            found = _engine_predictions(cases, base.with_fractions(mbu, mfu))
+            if keep:
+                simulated[(mbu, mfu)] = found
+        return found
+
     def point(mbu: float, mfu: float) -> tuple[float, float, float, float]:
-        engine = _engine_predictions(cases, base.with_fractions(mbu, mfu))
-        simulated[(mbu, mfu)] = engine
+        engine = engine_at(mbu, mfu)
         front = _best_frontend(engine, default_frontend)
         loss = _loss(_as_residuals(engine, front)) + _frontend_prior(front, default_frontend)
         return loss, mbu, mfu, front
@@ -345,9 +348,10 @@ def calibrate(
         )
         return base, unfitted.model_copy(update={"rejected": why})
     fitted = base.with_fractions(mbu, mfu)
-    residuals = _residuals(cases, fitted, frontend_ms)
+    residuals = _as_residuals(engine_at(mbu, mfu), frontend_ms)
     rms = math.sqrt(_loss(residuals) / max(1, len(residuals)))
-    at_defaults = _engine_predictions(cases, base.with_fractions(defaults.mbu, defaults.mfu))
+    # Not kept: the leave-one-out check scores the fit's own points only.
+    at_defaults = engine_at(defaults.mbu, defaults.mfu, keep=False)
     default_error = _rms(_as_residuals(at_defaults, default_frontend))
     held_out = held_out_error(simulated, default_frontend)
     checked = unfitted.model_copy(
