@@ -16,8 +16,9 @@ overhead and, under tensor parallelism, the all-reduces):
 
 So a decode sharing a step with a prefill chunk costs the step only its KV read and its
 share of the GEMM rows, not a second pass over the weights. The achievable fractions come
-per accelerator and dtype from kernel measurements (the accelerator cards, read by registry/planner/efficiency.py), and
-are calibrated from load-test evidence when there is some.
+per accelerator and dtype from kernel measurements (the accelerator cards, read by
+registry/planner/efficiency.py), and are calibrated from load-test evidence when there is
+some.
 """
 
 from __future__ import annotations

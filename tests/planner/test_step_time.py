@@ -101,7 +101,7 @@ def test_defaults_come_per_accelerator_with_a_source_and_a_fallback(
     (folder / "lab8.yaml").write_text(
         spec.replace("Lab-GPU-32GB", "Lab-GPU8-32GB").replace("lab-gpu]", "lab-gpu8]")
         + "efficiency:\n  fp8: {mfu: 0.4, mbu: 0.65, attn_mfu: 0.3, layer_us: 25, "
-        "measured: true, source: \"the lab's microbenchmarks, 2026\"}\n"
+        'measured: true, source: "the lab\'s microbenchmarks, 2026"}\n'
     )
     monkeypatch.setenv("CAPGATE_CATALOG_PATH", str(folder))
     entry, key = kernel_efficiency("lab-gpu", 2.0)
