@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
@@ -76,26 +77,60 @@ def _model(card: ModelCardFile) -> ModelCard:
 
 def _accelerator(card: AcceleratorCardFile) -> AcceleratorCard:
     fields = card.model_dump(exclude={"kind", "efficiency", "family"})
-    tflops = {str(dtype): value for dtype, value in card.dense_tflops.items()}
+    # Read-only views: one card object is shared by every lookup of a catalog (_catalog).
+    tflops = MappingProxyType({str(dtype): value for dtype, value in card.dense_tflops.items()})
     return AcceleratorCard(
         **{**fields, "aliases": tuple(card.aliases), "dense_tflops": tflops},
         family=card.family or card.name,
-        efficiency={str(dtype): entry for dtype, entry in card.efficiency.items()},
+        efficiency=MappingProxyType({str(d): entry for d, entry in card.efficiency.items()}),
     )
+
+
+@dataclass(frozen=True)
+class _Built:
+    """The cards of one reading of the catalog, as the planner's dataclasses."""
+
+    loaded: tuple[card_files.LoadedCard, ...]
+    models: tuple[ModelCard, ...]
+    accelerators: tuple[AcceleratorCard, ...]
+
+
+_built: _Built | None = None
+
+
+def _catalog() -> _Built:
+    """The dataclasses of the catalog in force, built once per reading of it.
+
+    A recomputation looks cards up dozens of times (every step model, memory fit and
+    efficiency default); rebuilding them from the validated card files on each lookup cost
+    a pydantic dump per card per call. card_files.current() reads the files once per value
+    of CAPGATE_CATALOG_PATH and returns the same tuple for it, so the dataclasses are kept
+    while that tuple is the one in force: another value of the variable is another tuple,
+    and its cards are built afresh.
+    """
+    global _built
+    loaded = card_files.current()
+    built = _built
+    if built is None or built.loaded is not loaded:
+        built = _Built(
+            loaded=loaded,
+            models=tuple(_model(e.card) for e in loaded if isinstance(e.card, ModelCardFile)),
+            accelerators=tuple(
+                _accelerator(e.card) for e in loaded if isinstance(e.card, AcceleratorCardFile)
+            ),
+        )
+        _built = built
+    return built
 
 
 def models() -> tuple[ModelCard, ...]:
     """The model cards in force (registry.planner.card_files: shipped, then the user's)."""
-    return tuple(_model(e.card) for e in card_files.current() if isinstance(e.card, ModelCardFile))
+    return _catalog().models
 
 
 def accelerators() -> tuple[AcceleratorCard, ...]:
     """The accelerator cards in force."""
-    return tuple(
-        _accelerator(e.card)
-        for e in card_files.current()
-        if isinstance(e.card, AcceleratorCardFile)
-    )
+    return _catalog().accelerators
 
 
 def _key(name: str) -> str:

@@ -65,6 +65,22 @@ def test_success_a_teams_card_adds_a_gpu_without_code(
     assert card.dense_tflops == {"bf16": 165, "fp16": 165}
 
 
+def test_success_lookups_reuse_the_cards_until_the_catalog_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(card_files.PATH_VARIABLE, raising=False)
+    shipped = accelerators()
+    h100 = find_accelerator("h100")
+    assert accelerators() is shipped and find_accelerator("h100") is h100
+    assert models() is models()
+    with pytest.raises(TypeError):  # one card object serves every lookup: read-only
+        h100.dense_tflops["bf16"] = 1.0  # type: ignore[index,union-attr]
+    monkeypatch.setenv(card_files.PATH_VARIABLE, str(_folder(tmp_path, a10g=A10G)))
+    assert accelerators() is not shipped and find_accelerator("a10g") is not None
+    monkeypatch.delenv(card_files.PATH_VARIABLE)
+    assert find_accelerator("a10g") is None and len(accelerators()) == len(shipped)
+
+
 def test_fail_a_card_may_not_take_a_shipped_name(tmp_path: Path) -> None:
     thief = {**A30, "name": "H100-SXM-80GB", "aliases": ["a30", "h100"]}
     folder = _folder(tmp_path, thief=thief)
