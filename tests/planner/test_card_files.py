@@ -75,10 +75,10 @@ def test_success_lookups_reuse_the_cards_until_the_catalog_path_changes(
     assert models() is models()
     with pytest.raises(TypeError):  # one card object serves every lookup: read-only
         h100.dense_tflops["bf16"] = 1.0  # type: ignore[index,union-attr]
-    monkeypatch.setenv(card_files.PATH_VARIABLE, str(_folder(tmp_path, a10g=A10G)))
-    assert accelerators() is not shipped and find_accelerator("a10g") is not None
+    monkeypatch.setenv(card_files.PATH_VARIABLE, str(_folder(tmp_path, a30=A30)))
+    assert accelerators() is not shipped and find_accelerator("a30") is not None
     monkeypatch.delenv(card_files.PATH_VARIABLE)
-    assert find_accelerator("a10g") is None and len(accelerators()) == len(shipped)
+    assert find_accelerator("a30") is None and len(accelerators()) == len(shipped)
 
 
 def test_fail_a_card_may_not_take_a_shipped_name(tmp_path: Path) -> None:
