@@ -81,7 +81,9 @@ class LocalBackend:
     def database(self) -> Database:
         # Imported on first use: reading one record from SQLite does without SQLAlchemy.
         from registry.storage.database import Database
+        from registry.wiring import install
 
+        install()  # what submissions and decisions run (registry.wiring)
         return Database(self.database_url)
 
     def submit(
