@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from registry.attestation.store import use_decision_reader
+from registry.attestation.reader import use_decision_reader
 from registry.auth.submit_hook import SeriesOwnership
 from registry.evidence_lifecycle import WithdrawalIsFinal
 from registry.gate.submit_hook import WaiverRules

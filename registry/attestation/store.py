@@ -3,34 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
 from registry.attestation.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
+from registry.attestation.reader import decision_reader
 from registry.attestation.statement import decision_statement, statement_bytes
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json
-from registry.errors import Unavailable
 from registry.keys import SigningKey, signing_key
 from registry.storage.models import DecisionAttestationRow, DecisionRow, RecordRow
 
 if TYPE_CHECKING:
     from registry.gate.views import DecisionView
-
-# How a stored decision is read back as the API shows it, by id. The gate imports this
-# module to attest each decision it stores, so this module cannot import the gate's
-# reader back: registry.wiring installs it at start-up (registry.gate.service).
-DecisionReader = Callable[[Session, str], "DecisionView"]
-_read_decision: DecisionReader | None = None
-
-
-def use_decision_reader(reader: DecisionReader) -> None:
-    """Set how attest_stored_decision reads a decision back (registry.wiring.install)."""
-    global _read_decision
-    _read_decision = reader
 
 
 def _planner_version(session: Session, decision_id: str) -> str | None:
@@ -83,14 +70,9 @@ def attest_stored_decision(
     Reads the decision back as the API shows it and the plan's digest from the same
     session; signs with `key`, by default the server's (keys.signing_key()).
     """
-    if _read_decision is None:
-        # Refused rather than stored unsigned: the decision is not taken.
-        raise Unavailable(
-            "decisions cannot be attested: the decision reader was never installed "
-            "(registry.wiring.install)"
-        )
+    read_decision = decision_reader()  # installed by registry.wiring (the gate's reader)
     session.flush()  # the decision row, so that it can be read back like any other
-    decision = _read_decision(session, row.id)
+    decision = read_decision(session, row.id)
     plan = session.get(RecordRow, row.plan_record_id)
     assert plan is not None  # foreign key
     return attest_decision(
