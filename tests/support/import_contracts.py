@@ -8,6 +8,7 @@ whatever packages they sit in (a function-level import counts, as it does at run
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from grimp import ImportGraph
@@ -86,7 +87,7 @@ class AcyclicModulesContract(Contract):
         details = [
             [
                 (importer, imported, _lines(graph, importer, imported))
-                for importer, imported in zip(cycle, cycle[1:], strict=False)
+                for importer, imported in pairwise(cycle)
             ]
             for cycle in cycles
         ]
