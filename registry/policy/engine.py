@@ -14,7 +14,6 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
 from registry.errors import FieldProblem, InvalidInput, Unavailable
-from registry.policy.input_document import GateInput
 
 DECISION_PATH = "capgate/gate/decision"
 DECISION_QUERY = "data.capgate.gate.decision"
@@ -105,6 +104,11 @@ def _magnitude_problems(value: Any, path: str) -> list[FieldProblem]:
 
 def validate_input(input: dict[str, Any]) -> None:
     """A malformed gate input is an error before any engine sees it."""
+    # Here, not at the top: the package's __init__ imports this module, and
+    # `python -m registry.policy.input_document` (regenerating its JSON Schema) must find
+    # that module not yet imported.
+    from registry.policy.input_document import GateInput
+
     try:
         GateInput.model_validate(input)
     except ValidationError as exc:
