@@ -81,7 +81,9 @@ class LocalBackend:
     def database(self) -> Database:
         # Imported on first use: reading one record from SQLite does without SQLAlchemy.
         from registry.storage.database import Database
+        from registry.wiring import install
 
+        install()  # what submissions and decisions run (registry.wiring)
         return Database(self.database_url)
 
     def submit(
@@ -102,7 +104,8 @@ class LocalBackend:
             raise
 
     def get(self, kind: RecordKind, ref: str) -> RecordView:
-        from registry.storage.sqlite_reads import SqliteReads, sqlite_path
+        from registry.records.sqlite_reads import SqliteReads
+        from registry.storage.sqlite_reads import sqlite_path
 
         path = sqlite_path(self.database_url)
         if path is not None and path.is_file():

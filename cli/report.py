@@ -82,6 +82,9 @@ def report(
         )
     parse_ref(plan, loc="plan")  # a malformed reference is refused before the registry is read
     roles_config = AuthConfig.load(auth_config) if auth_config is not None else None
+    from registry.wiring import install
+
+    install()  # what a decision taken for the report runs (registry.wiring)
     database = Database(settings.database_url)
     try:
         data = gather(

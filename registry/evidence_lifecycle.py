@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from registry.errors import Conflict, FieldProblem, InvalidInput
+from registry.records.hooks import Submission, SubmitHook
 from registry.records.kinds import RecordKind
 from registry.records.references import pinned
 from registry.records.views import Page
@@ -49,6 +50,24 @@ def view(withdrawal: WithdrawalRow, evidence: RecordRow) -> Withdrawal:
         withdrawn_by=withdrawal.withdrawn_by,
         withdrawn_at=as_utc(withdrawal.withdrawn_at),
     )
+
+
+class WithdrawalIsFinal(SubmitHook):
+    """A submission part (registry.records.hooks): a withdrawal is final, so the same
+    figures again would undo it without saying so."""
+
+    def check_before_write(self, ctx: WriteContext, submission: Submission) -> None:
+        reverted = submission.reverted
+        if submission.kind is not RecordKind.evidence or reverted is None:
+            return
+        withdrawal = EvidenceLifecycleRepository(ctx.session).withdrawals_of([reverted.id])
+        if reverted.id in withdrawal:
+            ref = pinned(reverted.name, reverted.version)
+            raise InvalidInput(
+                f"this content is {ref}, which was withdrawn ({withdrawal[reverted.id].reason}); "
+                "a withdrawal is final: submit the corrected evidence",
+                problems=[FieldProblem("content", f"identical to the withdrawn {ref}")],
+            )
 
 
 def _reason(text: str) -> str:

@@ -49,6 +49,9 @@ step "ruff"
 step "mypy"
 .venv/bin/mypy registry cli
 
+step "import layers and cycles (lint-imports; docs/architecture.md)"
+.venv/bin/lint-imports
+
 if compgen -G "policies/*/*.rego" >/dev/null; then
     step "rego: opa check --strict, opa fmt, opa test"
     "$CAPGATE_OPA_BINARY" check --strict policies

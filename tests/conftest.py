@@ -18,8 +18,13 @@ from sqlalchemy.engine import make_url
 
 from registry.storage import migrate
 from registry.storage.database import Database
+from registry.wiring import install
 from tests.support.opa_server import running_opa
 from tests.support.real_parts import absent
+
+# The start-up wiring every entry point installs (registry.wiring): tests call the
+# services directly, as the API and the CLI do once installed.
+install()
 
 POSTGRES_URL = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
 CACHED_OPA = Path.home() / ".cache" / "capgate" / "opa-v1.22.3" / "bin" / "opa"

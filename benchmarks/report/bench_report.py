@@ -90,7 +90,9 @@ def register(url: str, evidence: int) -> str:
     from registry.settings import Settings
     from registry.staleness.thresholds import load_thresholds
     from registry.storage.database import Database, WriteContext
+    from registry.wiring import install
 
+    install()  # what submissions and decisions run (registry.wiring)
     database = Database(url)
     for kind, document in documents(evidence):
         record_kind = RecordKind(kind)

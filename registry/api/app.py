@@ -38,6 +38,7 @@ from registry.errors import CapgateError
 from registry.records.kinds import all_schemas
 from registry.settings import Settings
 from registry.storage.database import Database
+from registry.wiring import install as install_wiring
 
 
 def _openapi_with_record_schemas(app: FastAPI) -> dict[str, Any]:
@@ -116,6 +117,7 @@ def create_app(
     Without an authenticator the app accepts capgate API tokens only (no OIDC issuer);
     `capgate serve` builds one from its auth configuration.
     """
+    install_wiring()  # what submissions and decisions run (registry.wiring)
     app = FastAPI(
         title="capgate",
         version=__version__,

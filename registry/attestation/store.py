@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from registry.attestation.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
+from registry.attestation.reader import decision_reader
 from registry.attestation.statement import decision_statement, statement_bytes
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json
@@ -69,10 +70,9 @@ def attest_stored_decision(
     Reads the decision back as the API shows it and the plan's digest from the same
     session; signs with `key`, by default the server's (keys.signing_key()).
     """
-    from registry.gate.service import get_decision
-
+    read_decision = decision_reader()  # installed by registry.wiring (the gate's reader)
     session.flush()  # the decision row, so that it can be read back like any other
-    decision = get_decision(session, row.id, current_revision=None)
+    decision = read_decision(session, row.id)
     plan = session.get(RecordRow, row.plan_record_id)
     assert plan is not None  # foreign key
     return attest_decision(

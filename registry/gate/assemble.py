@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.gate.context import EvidenceItem, PlanContext
-from registry.gate.input_document import (
+from registry.gate.kv_tail import kv_scenarios
+from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
+from registry.policy.input_document import (
     CalibrationChange,
     CalibrationInput,
     ClaimCheck,
@@ -31,8 +33,6 @@ from registry.gate.input_document import (
     WorkloadClassInput,
     WorkloadInput,
 )
-from registry.gate.kv_tail import kv_scenarios
-from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
 from registry.records.common import Basis, Distribution
 from registry.records.evidence import ClassResult, ImportFindings, LoadTestEvidence, Offered
 from registry.records.workload import TrafficClass, WorkloadProfile
@@ -536,9 +536,9 @@ def manifests_input(
         return stated
     if stated is None:
         return ManifestsInput(checked=False, discrepancies=[])
-    from registry.gate.input_document import ManifestProviderDiscrepancyInput
     from registry.manifests.consistency import discrepancies, notes
     from registry.manifests.provider_match import compare_provider
+    from registry.policy.input_document import ManifestProviderDiscrepancyInput
 
     served, not_compared = compare_provider(provider, stated.fields) if provider else ([], [])
     return ManifestsInput(

@@ -31,7 +31,7 @@ def engine_for(settings: Settings) -> Engine:
         from registry.policy.embedded import EmbeddedEngine
 
         return DualEngine(EmbeddedEngine(), opa)
-    from registry.policy.engine import engine_from_settings
+    from registry.policy.selection import engine_from_settings
 
     engine: Engine = engine_from_settings(settings)
     return engine

@@ -15,9 +15,9 @@ The simulation's own preemption rate in each scenario is passed on too: the thir
 
 from __future__ import annotations
 
-from registry.gate.input_document import KvScenarioInput
 from registry.planner.kv_need import p99_kv_tokens
 from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
+from registry.policy.input_document import KvScenarioInput
 from registry.records.common import Basis
 from registry.records.workload import TrafficClass, WorkloadProfile
 

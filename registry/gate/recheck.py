@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from registry.gate.input_document import ManifestsInput
 from registry.gate.service import Engine, check, stored_input
 from registry.gate.views import DecisionView, Outcome
+from registry.policy.input_document import ManifestsInput
 from registry.records.references import pinned
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database

@@ -96,7 +96,7 @@ def render_text(decision: DecisionLike) -> str:
 def _manifests_line(manifests: dict[str, object]) -> str:
     """The manifests compared, their shared folder said once: each file's name below it
     and the start of its digest."""
-    from registry.report.paths import shared_folder, shortened
+    from registry.gate.paths import shared_folder, shortened
 
     files = manifests.get("files") or {}
     compared = f"  manifests: {manifests.get('compared_fields', 0)} fields compared, "

@@ -6,8 +6,8 @@ from registry.policy.engine import (
     PolicyEngine,
     PolicyError,
     Violation,
-    engine_from_settings,
 )
+from registry.policy.selection import engine_from_settings
 
 __all__ = [
     "PolicyBundle",

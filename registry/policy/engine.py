@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
 from registry.errors import FieldProblem, InvalidInput, Unavailable
-from registry.gate.input_document import GateInput
-
-if TYPE_CHECKING:
-    from registry.settings import Settings
 
 DECISION_PATH = "capgate/gate/decision"
 DECISION_QUERY = "data.capgate.gate.decision"
@@ -108,6 +104,11 @@ def _magnitude_problems(value: Any, path: str) -> list[FieldProblem]:
 
 def validate_input(input: dict[str, Any]) -> None:
     """A malformed gate input is an error before any engine sees it."""
+    # Here, not at the top: the package's __init__ imports this module, and
+    # `python -m registry.policy.input_document` (regenerating its JSON Schema) must find
+    # that module not yet imported.
+    from registry.policy.input_document import GateInput
+
     try:
         GateInput.model_validate(input)
     except ValidationError as exc:
@@ -174,28 +175,4 @@ def decision_from_result(result: Any, *, engine: str) -> PolicyDecision:
         allow=decision.allow,
         violations=[unique[key] for key in sorted(unique)],
         notes=[notes[key] for key in sorted(notes)],
-    )
-
-
-def engine_from_settings(settings: Settings) -> PolicyEngine:
-    """CAPGATE_POLICY_ENGINE: ``embedded`` (default), or ``opa`` / ``both`` with
-    CAPGATE_OPA_URL (``both`` is built by registry.gate.engine_factory)."""
-    choice = settings.policy_engine.strip().lower()
-    if choice == "embedded":
-        from registry.policy.embedded import EmbeddedEngine
-
-        return EmbeddedEngine()
-    if choice in ("opa", "both"):
-        if not settings.opa_url:
-            raise PolicyError(
-                f"CAPGATE_POLICY_ENGINE={choice} needs CAPGATE_OPA_URL (the OPA server)"
-            )
-        if choice == "both":
-            raise PolicyError("CAPGATE_POLICY_ENGINE=both is built by engine_for (gate)")
-        from registry.policy.opa_server import OpaServerEngine
-
-        return OpaServerEngine(settings.opa_url)
-    raise PolicyError(
-        f"unknown CAPGATE_POLICY_ENGINE {settings.policy_engine!r}: expected 'embedded', "
-        "'opa' or 'both'"
     )

@@ -14,17 +14,17 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
-from registry.auth.identity import Identity, local_identity
+from registry.auth.identity import Identity
 from registry.digest import canonical_json, content_digest
 from registry.errors import FieldProblem, InvalidInput, NotFound, Tampered, Unavailable
 from registry.records.common import Metadata
 from registry.records.evidence import EntryKind, LoadTestEvidence
+from registry.records.hooks import Stored, Submission, installed
 from registry.records.kinds import RecordKind
 from registry.records.references import parse_ref, pinned
 from registry.records.views import Page, RecordView, SeriesView, SubmitResult
-from registry.records.waiver import Waiver
 from registry.storage.database import WriteContext
-from registry.storage.models import RecordRow, StalenessRow
+from registry.storage.models import RecordRow
 from registry.storage.repository import EvidenceLifecycleRepository, RecordRepository
 
 MAX_PAGE = 500
@@ -183,18 +183,6 @@ def _refuse_claimed_provenance(record: LoadTestEvidence) -> None:
         raise InvalidInput("invalid evidence record", problems=problems)
 
 
-def _refuse_reviving_withdrawn(ctx: WriteContext, reverted: RecordRow) -> None:
-    """A withdrawal is final: the same figures again would undo it without saying so."""
-    withdrawal = EvidenceLifecycleRepository(ctx.session).withdrawals_of([reverted.id])
-    if reverted.id in withdrawal:
-        ref = pinned(reverted.name, reverted.version)
-        raise InvalidInput(
-            f"this content is {ref}, which was withdrawn ({withdrawal[reverted.id].reason}); "
-            "a withdrawal is final: submit the corrected evidence",
-            problems=[FieldProblem("content", f"identical to the withdrawn {ref}")],
-        )
-
-
 def submit(
     ctx: WriteContext,
     *,
@@ -215,16 +203,21 @@ def submit(
     writer allowed to state `provenance.entry: imported`. `identity` is who publishes
     (None: the local user of an embedded registry) and `team` the owner team asked for
     a new series (registry.auth.ownership).
+
+    What the features above records check and do on a submission (waiver rules,
+    ownership, withdrawn evidence, laundered raw files, staleness, observation review)
+    runs as the hooks registry.wiring installed (registry.records.hooks), phase by
+    phase in their order, in this same unit of work.
     """
+    hooks = installed()
+    submission = Submission(kind=kind, record=record, identity=identity, team=team)
     if kind is RecordKind.evidence and not via_import:
         _refuse_claimed_provenance(cast(LoadTestEvidence, record))
-    if kind is RecordKind.waiver:
-        from registry.gate.waivers import check_new_waiver
-
-        check_new_waiver(cast(Waiver, record), now=ctx.now)
+    for hook in hooks:
+        hook.check_new(ctx, submission)
     repo = RecordRepository(ctx.session)
     content = record.model_dump(mode="json")
-    targets: dict[str, RecordRow] = {}
+    targets = submission.targets
     for ref_field in REF_FIELDS[kind]:
         ref_text = _get_path(content, ref_field.path)
         if ref_text is None:
@@ -239,17 +232,8 @@ def submit(
             ) from None
         targets[ref_field.role] = row
         _set_path(content, ref_field.path, pinned(row.name, row.version))
-    from registry.auth.ownership import check_publish, claim
-
-    plan_row = targets.get("plan")
-    new_team = check_publish(
-        ctx,
-        identity or local_identity(ctx.principal),
-        kind,
-        record,
-        plan=plan_row.name if plan_row is not None else None,
-        team=team,
-    )
+    for hook in hooks:
+        hook.check_resolved(ctx, submission)
     from registry.records.checks import cross_check
 
     pinned_record = kind.schema.model_validate(content)
@@ -265,13 +249,10 @@ def submit(
     # is a version of this series). Two racing reverts compute the same next version: the
     # loser is re-run, finds its content latest and returns it unchanged.
     reverted = repo.by_digest(kind.value, digest)
-    if kind is RecordKind.evidence and reverted is not None:
-        _refuse_reviving_withdrawn(ctx, reverted)
-
-    if kind is RecordKind.evidence:
-        from registry.staleness.laundering import check_raw_digests
-
-        check_raw_digests(ctx, record=cast(LoadTestEvidence, pinned_record), targets=targets)
+    submission.pinned = pinned_record
+    submission.reverted = reverted
+    for hook in hooks:
+        hook.check_before_write(ctx, submission)
     row = RecordRow(
         kind=kind.value,
         name=record.name,
@@ -288,20 +269,12 @@ def submit(
     if kind is RecordKind.evidence:
         raw_digests = sorted(cast(LoadTestEvidence, pinned_record).raw_digests())
         EvidenceLifecycleRepository(ctx.session).add_raw_digests(row.id, raw_digests)
-    from registry.audit.rows import ROWS_KEY, record_entry, settle, staleness_entry
-    from registry.staleness.service import on_new_version
+    from registry.audit.rows import ROWS_KEY, record_entry, settle
 
     settle(ctx.session, row)
-    staleness_rows: list[StalenessRow] = []
-    # A new series' owner team (registry.auth.ownership), recorded in this same event.
-    owner_rows = [] if new_team is None else [claim(ctx, kind, record.name, new_team)]
-    staled = on_new_version(ctx, kind=kind, row=row, written=staleness_rows)
-    review = None
-    if kind is RecordKind.observation:
-        from registry.observe.review import review_observation
-
-        review = review_observation(ctx, row=row, targets=targets, written=staleness_rows)
-        staled = review.staled
+    stored = Stored(row=row)
+    for hook in hooks:
+        hook.after_write(ctx, submission, stored)
     view = to_view(row, targets)
     ctx.record_event(
         f"{kind.value}.submit",
@@ -310,27 +283,17 @@ def submit(
             "ref": view.ref,
             "digest": digest,
             "references": {role: target.digest for role, target in sorted(targets.items())},
-            "staled": staled,
+            **stored.event_fields,
             "reverts": view.reverts,
             ROWS_KEY: [
                 record_entry(row, refs=ref_ids, raw_digests=raw_digests),
-                *(staleness_entry(s) for s in staleness_rows),
-                *owner_rows,
+                *stored.audit_rows,
             ],
         },
     )
-    if review is not None and review.drift.review:
-        from registry.observe.review import REVIEW_EVENT
-
-        # After the submission's own event: the review is about the version just stored.
-        ctx.record_event(
-            REVIEW_EVENT,
-            review.event(
-                view.ref,
-                pinned(targets["plan"].name, targets["plan"].version),
-                pinned(targets["workload"].name, targets["workload"].version),
-            ),
-        )
+    # After the submission's own event: they are about the version just stored.
+    for event_type, payload in stored.later_events:
+        ctx.record_event(event_type, payload)
     return SubmitResult(created=True, record=view)
 
 

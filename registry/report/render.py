@@ -25,12 +25,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from registry.gate.paths import shared_folder
 from registry.gate.severity import by_policy
 from registry.gate.severity import in_order as violations_in_order
 from registry.planner.result import CalibrationResidual
 from registry.report.charts import Charts, build, in_order
 from registry.report.data import ReportData
-from registry.report.paths import shared_folder
 from registry.report.svg import format_number
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from registry.gate.input_document import GateInput, input_json_schema
+from registry.policy.input_document import GateInput, input_json_schema
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "gate-input.schema.json"
 COMPLIANT = Path(__file__).resolve().parent / "inputs" / "compliant.json"
@@ -14,7 +14,7 @@ COMPLIANT = Path(__file__).resolve().parent / "inputs" / "compliant.json"
 def test_documented_schema_matches_the_models() -> None:
     assert json.loads(DOC.read_text()) == input_json_schema(), (
         "docs/gate-input.schema.json is out of date: regenerate it with "
-        "python -m registry.gate.input_document"
+        "python -m registry.policy.input_document"
     )
 
 

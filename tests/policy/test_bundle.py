@@ -9,8 +9,9 @@ import pytest
 
 from registry.policy.bundle import PolicyBundle, load_bundle, policies_root, read_bundle
 from registry.policy.embedded import EmbeddedEngine
-from registry.policy.engine import PolicyError, engine_from_settings
+from registry.policy.engine import PolicyError
 from registry.policy.opa_server import OpaServerEngine
+from registry.policy.selection import engine_from_settings
 from registry.settings import Settings
 from tests.policy.conftest import load_case
 from tests.support.opa_server import running_opa

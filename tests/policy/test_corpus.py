@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from registry.gate.input_document import GateInput
 from registry.policy.bundle import PolicyBundle, load_bundle, policies_root
 from registry.policy.embedded import EmbeddedEngine
 from registry.policy.engine import PolicyDecision
+from registry.policy.input_document import GateInput
 from registry.policy.opa_server import OpaServerEngine
 from tests.policy.conftest import CASES, EXPECTED, INPUTS, load_case
 from tests.support.opa_server import running_opa

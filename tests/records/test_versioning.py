@@ -20,12 +20,13 @@ from registry.gate.waivers import apply_waivers
 from registry.records import service
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
+from registry.records.sqlite_reads import SqliteReads
 from registry.records.views import SubmitResult
 from registry.staleness.rules import StalenessThresholds
 from registry.staleness.service import staleness_history
 from registry.storage.database import Database
 from registry.storage.models import AuditEventRow, RecordRefRow, RecordRow
-from registry.storage.sqlite_reads import SqliteReads, sqlite_path
+from registry.storage.sqlite_reads import sqlite_path
 from tests.factories import approve_waiver, example, example_path
 from tests.support.auth import client_for
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from registry.gate.paths import shared_folder, shortened
 from registry.gate.severity import by_policy, in_order, severity_rank
-from registry.report.paths import shared_folder, shortened
 from registry.report.render import environment, manifest_folder, paths_within, plain
 from tests.report.html_checks import parse
 

@@ -25,11 +25,11 @@ from registry.errors import Unavailable
 from registry.records import service
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
+from registry.records.sqlite_reads import SqliteReads
 from registry.records.views import SubmitResult
 from registry.storage import migrate
 from registry.storage.database import Database
 from registry.storage.models import AuditEventRow
-from registry.storage.sqlite_reads import SqliteReads
 from tests.cli.test_cli import capgate
 from tests.factories import example
 

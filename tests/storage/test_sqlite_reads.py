@@ -11,9 +11,10 @@ from registry.errors import InvalidInput, NotFound, SchemaNotCurrent
 from registry.records import service
 from registry.records.documents import validate_record
 from registry.records.kinds import RecordKind
+from registry.records.sqlite_reads import SqliteReads
 from registry.storage import migrate
 from registry.storage.database import Database
-from registry.storage.sqlite_reads import SqliteReads, sqlite_path
+from registry.storage.sqlite_reads import sqlite_path
 from tests.factories import example
 
 
