@@ -29,20 +29,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from registry.importers.common import (
-    BEHIND_RATIO,
-    ParsedStage,
-    count,
-    epoch_to_utc,
-    fill_from_requests,
-    num,
-    obj,
-    pos,
-    refuse,
-    standard_missing,
-)
+from registry.importers.build_record import BEHIND_RATIO
 from registry.importers.genai_perf import AIPERF_MARKERS, avg, lengths, metric_percentiles
 from registry.importers.identity import Identity, Stated, dig, names, stated, text
+from registry.importers.json_values import count, epoch_to_utc, num, obj, pos, refuse
+from registry.importers.parsed_stage import ParsedStage, fill_from_requests, standard_missing
 from registry.importers.stats import (
     unit_scale_to_ms,
 )

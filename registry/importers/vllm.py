@@ -37,19 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from registry.importers.common import (
-    ParsedStage,
-    count,
-    fill_from_requests,
-    num,
-    parse_runtime,
-    pos,
-    refuse,
-    runtime_info,
-    same_runtime,
-    standard_missing,
-)
 from registry.importers.identity import Identity, names, stated
+from registry.importers.json_values import count, num, pos, refuse
+from registry.importers.parsed_stage import ParsedStage, fill_from_requests, standard_missing
+from registry.importers.runtime import parse_runtime, runtime_info, same_runtime
 from registry.importers.stats import (
     CvEstimate,
     percentiles_from_samples,

@@ -45,7 +45,7 @@ from typing import IO, Any
 import numpy as np
 
 from registry.errors import FieldProblem, InvalidInput
-from registry.importers.common import slug
+from registry.importers.build_record import slug
 from registry.importers.stats import JointLengthSketch, LengthSketch
 from registry.records.common import Basis, Distribution, TraceWindow
 from registry.records.workload import (
