@@ -31,7 +31,7 @@ from registry.planner.result import CalibrationResidual
 from registry.report.charts import Charts, build, in_order
 from registry.report.data import ReportData
 from registry.report.paths import shared_folder
-from registry.report.svg import format_number
+from registry.report.svg_scales import format_number
 
 
 def number(value: float | None, unit: str = "", digits: int = 3) -> str:
