@@ -43,15 +43,13 @@ from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers.build_record import slug
-from registry.records.common import Basis, Distribution, TraceWindow
+from registry.records.common import TraceWindow
 from registry.records.workload import (
-    Arrival,
     ClassSLO,
-    TrafficClass,
     UnknownShare,
     WorkloadProfile,
 )
-from registry.traces.class_sketch import ClassSketch
+from registry.traces.class_sketch import ClassSketch, traffic_class
 from registry.traces.prefix import (
     MOONCAKE_BLOCK_TOKENS,
     BadHashes,
@@ -304,79 +302,25 @@ def fit_trace(
         )
     notes.extend(f"{field} unknown: {why}" for field, why in unknown_why.items())
 
-    classes: list[TrafficClass] = []
-    for cls_name in sorted(accs):
-        acc = accs[cls_name]
-        if acc.count < 2:
-            raise InvalidInput(
-                f"{source}: class {cls_name!r} has {acc.count} request; needs two or more",
-                problems=[FieldProblem(loc=f"classes.{cls_name}", message="fewer than 2 requests")],
-                source=source,
-            )
-        mean_rps = acc.count / span
-        peak_rps = max(acc.windows.values()) / window_s
-        if span < window_s:
-            notes.append(f"{cls_name}: trace shorter than one {window_s:g} s window")
-        if peak_rps < mean_rps:
-            # A window cut short by the trace's end can undercount; the mean is a floor.
-            notes.append(f"{cls_name}: peak raised to the mean rate (short last window)")
-            peak_rps = mean_rps
-        gap_mean = acc.gap_sum / acc.gap_n
-        gap_var = max(acc.gap_sq / acc.gap_n - gap_mean**2, 0.0)
-        cv = math.sqrt(gap_var) / gap_mean if gap_mean > 0 else 0.0
-        concurrency: Distribution | None = None
-        if acc.concurrency.count:
-            base = acc.concurrency.distribution(with_histogram=False)
-            if latency_col is None:
-                concurrency = base.model_copy(
-                    update={
-                        "basis": Basis.assumed,
-                        "reason": (
-                            f"in flight at each arrival if every request took "
-                            f"{assumed_service_time_s:g} s; the trace has no completion times"
-                        ),
-                    }
-                )
-                concurrency = Distribution.model_validate(concurrency.model_dump())
-            else:
-                concurrency = base
-        class_slo = slo if isinstance(slo, ClassSLO) else slo.get(cls_name)
-        if class_slo is None:
-            raise InvalidInput(
-                f"no SLO for class {cls_name!r}",
-                problems=[FieldProblem(loc=f"slo.{cls_name}", message="missing")],
-                source=source,
-            )
-        prefix_share: float | None = None
-        if reuse is not None:
-            prefix_share = round(
-                reuse.classes[cls_name].share(bounded=prefix_cache_tokens is not None), 4
-            )
-        cancellation: float | None = None
-        if cancel_col is not None:
-            cancellation = round(acc.cancelled / acc.count, 4)
-        classes.append(
-            TrafficClass(
-                name=cls_name,
-                priority=(priorities or {}).get(cls_name, 0),
-                arrival=Arrival(
-                    basis=Basis.measured,
-                    mean_rps=mean_rps,
-                    peak_rps=peak_rps,
-                    peak_window_s=float(window_s),
-                    # The schema needs > 0; exactly periodic arrivals are recorded as ~0.
-                    interarrival_cv=max(cv, 1e-9),
-                ),
-                prompt_tokens=acc.prompt.distribution(),
-                output_tokens=acc.output.distribution(),
-                concurrency=concurrency,
-                prefix_cache_share=prefix_share,
-                cancellation_rate=cancellation,
-                unknown=dict(unknown_why),
-                slo=class_slo,
-                joint_lengths=acc.joint.joint_lengths(),
-            )
+    classes = [
+        traffic_class(
+            cls_name,
+            accs[cls_name],
+            span=span,
+            window_s=window_s,
+            slo=slo,
+            priorities=priorities,
+            latency_col=latency_col,
+            assumed_service_time_s=assumed_service_time_s,
+            reuse=reuse,
+            prefix_cache_tokens=prefix_cache_tokens,
+            cancel_col=cancel_col,
+            unknown_why=unknown_why,
+            notes=notes,
+            source=source,
         )
+        for cls_name in sorted(accs)
+    ]
     description = (
         f"Measured from {cols.form} trace {path.name}: {rows} requests, "
         f"{start.isoformat()} to {end.isoformat()}; SLOs given, not measured; " + "; ".join(notes)
