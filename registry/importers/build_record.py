@@ -110,6 +110,8 @@ def findings_for(stage: ParsedStage) -> ImportFindings:
     )
 
 
+# --- the checks every stage passes, then the record -------------------------------------------
+
 # An achieved send rate this far below the offered one means the client fell behind.
 BEHIND_RATIO = 0.9
 

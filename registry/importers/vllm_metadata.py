@@ -80,7 +80,7 @@ _RUNTIME_KEYS = ("vllm_version", "runtime", "runtime_name", "runtime_version")
 _NAME_RE = re.compile(NAME_PATTERN)
 
 
-# --- small readers -------------------------------------------------------------------------
+# --- numbers written as text (--metadata values and sweep overrides are strings) ------------
 
 
 def lenient_number(value: Any) -> float | None:
