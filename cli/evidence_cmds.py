@@ -253,7 +253,7 @@ def extend_evidence(group: typer.Typer) -> None:
         """
         from cli.backend import open_backend
         from cli.evidence_backend import import_files
-        from registry.importers.common import parse_runtime
+        from registry.importers.runtime import parse_runtime
         from registry.importers.service import ImportOptions
 
         stated_runtime = None if runtime is None else parse_runtime(runtime, loc="--runtime")

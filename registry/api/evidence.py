@@ -94,7 +94,7 @@ def _parse_measured_at(value: str | None) -> datetime | None:
 
 
 def _parse_runtime(value: str | None) -> RuntimeInfo | None:
-    from registry.importers.common import parse_runtime
+    from registry.importers.runtime import parse_runtime
 
     if value is None or not value.strip():
         return None

@@ -32,14 +32,10 @@ import yaml
 
 from registry.errors import FieldProblem, InvalidInput
 from registry.importers import aiperf, genai_perf, guidellm, inference_perf, vllm
+from registry.importers.build_record import build_records
 from registry.importers.combine import ClassFile, combine
-from registry.importers.common import (
-    ImportContext,
-    ImportedStage,
-    ParsedStage,
-    build_records,
-    refuse,
-)
+from registry.importers.json_values import refuse
+from registry.importers.parsed_stage import ImportContext, ImportedStage, ParsedStage
 from registry.records.documents import PlainLoader
 from registry.records.evidence import (
     CvBasis,
@@ -232,7 +228,7 @@ def import_result_file_with_findings(
     ``tool`` is one of ``TOOLS`` or ``"auto"`` (judged from the file's shape).
     ``measured_at`` is used when the file states no time of its own, or only a wall-clock
     time without a zone; a file's own zoned time wins, and a ``measured_at`` further from it
-    than the run's duration plus ``common.MEASURED_AT_SLACK`` is refused naming both.
+    than the run's duration plus ``measured_at.MEASURED_AT_SLACK`` is refused naming both.
     ``replicas`` is required unless the file states it. ``runtime`` is the serving runtime
     measured, as the person importing states it (the file's own statement wins; a
     contradicting one is refused). ``name`` overrides the record name derived from

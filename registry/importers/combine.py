@@ -14,24 +14,25 @@ from datetime import datetime, timedelta
 
 from pydantic import ValidationError
 
-from registry.importers.common import (
-    ImportContext,
-    ImportedStage,
-    MeasuredAtSource,
-    ParsedStage,
+from registry.importers.build_record import (
     class_result,
     findings_for,
     invalid_record,
     offered_for,
     prepare_stage,
-    refuse,
-    same_runtime,
     settle_identity,
-    settle_runtime,
     slug,
     source_file,
 )
 from registry.importers.identity import Identity, hf_id
+from registry.importers.json_values import refuse
+from registry.importers.parsed_stage import (
+    ImportContext,
+    ImportedStage,
+    MeasuredAtSource,
+    ParsedStage,
+)
+from registry.importers.runtime import same_runtime, settle_runtime
 from registry.records.evidence import (
     EntryKind,
     ImportFindings,

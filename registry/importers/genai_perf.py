@@ -21,16 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.importers.common import (
-    ParsedStage,
-    count,
-    num,
-    obj,
-    pos,
-    refuse,
-    standard_missing,
-)
 from registry.importers.identity import Identity, first, names, stated
+from registry.importers.json_values import count, num, obj, pos, refuse
+from registry.importers.parsed_stage import ParsedStage, standard_missing
 from registry.importers.stats import (
     cv_from_stated,
     levels_from_keys,

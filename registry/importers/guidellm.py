@@ -39,17 +39,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from registry.importers.common import (
-    ParsedStage,
-    count,
-    epoch_to_utc,
-    num,
-    obj,
-    pos,
-    refuse,
-    standard_missing,
-)
 from registry.importers.identity import Identity, first, stated
+from registry.importers.json_values import count, epoch_to_utc, num, obj, pos, refuse
+from registry.importers.parsed_stage import ParsedStage, standard_missing
 from registry.importers.stats import cv_from_stated, percentiles_ms, stated_length_distribution
 from registry.records.evidence import Percentiles, Throughput
 

@@ -26,16 +26,8 @@ from typing import Any
 import numpy as np
 
 from registry.errors import InvalidInput
-from registry.importers.common import (
-    ParsedStage,
-    count,
-    fill_from_requests,
-    num,
-    obj,
-    pos,
-    refuse,
-    standard_missing,
-)
+from registry.importers.json_values import count, num, obj, pos, refuse
+from registry.importers.parsed_stage import ParsedStage, fill_from_requests, standard_missing
 from registry.importers.stats import (
     cv_from_stated,
     levels_from_keys,

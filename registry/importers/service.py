@@ -37,8 +37,9 @@ from pydantic import Field
 
 from registry.auth.identity import Identity as Caller
 from registry.errors import Conflict, FieldProblem, InvalidInput, NotFound
-from registry.importers.common import NO_ZONE_NOTE, MeasuredAtSource, is_time_note
 from registry.importers.identity import Identity
+from registry.importers.measured_at import NO_ZONE_NOTE, is_time_note
+from registry.importers.parsed_stage import MeasuredAtSource
 from registry.records.evidence import LoadTestEvidence, RuntimeInfo
 from registry.records.kinds import RecordKind
 from registry.records.views import SubmitResult
@@ -174,7 +175,7 @@ def import_files(
     )
 
 
-# How the note on a time without a zone ends when that time was read as UTC (common.py).
+# How the note on a time without a zone ends when that time was read as UTC (measured_at.py).
 _GUESSED_TIME = f"{NO_ZONE_NOTE}read as UTC"
 
 

@@ -21,20 +21,13 @@ from registry.manifests.identity import (
     spot_notes,
     vllm_version,
 )
-from registry.manifests.loading import (
-    Manifest,
-    ManifestErrors,
-    Problem,
-    Where,
-    place,
-    problems_of,
-    read_manifests,
-)
+from registry.manifests.loading import Manifest, Where, read_manifests
 from registry.manifests.operators import no_workload, not_read
 from registry.manifests.operators import note as not_read_note
 from registry.manifests.overlay import Overlay, merge, read_overlay, shadowed
 from registry.manifests.pods import Fields, grace_period, pipeline_parallel, pre_stop, probes
 from registry.manifests.pods import serving_fields as flag_fields
+from registry.manifests.problems import ManifestErrors, Problem, place, problems_of
 from registry.manifests.scaling import SCALER_KINDS, autoscaling, disruption_budget, hpa_floor
 from registry.manifests.workloads import (
     RUNTIME_KINDS,

@@ -16,8 +16,9 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from registry.manifests.loading import Node, Where, invalid
+from registry.manifests.loading import Node, Where
 from registry.manifests.pods import GPU_RESOURCES, TPU_RESOURCE, Fields
+from registry.manifests.problems import invalid
 from registry.manifests.vllm_args import VllmCommand
 from registry.manifests.workloads import ServingWorkload
 from registry.manifests.zones import required_terms

@@ -11,7 +11,8 @@ from typing import Any
 
 import yaml
 
-from registry.manifests.loading import Where, node_lines
+from registry.manifests.loading import Where
+from registry.manifests.yaml_nodes import node_lines
 from registry.records.documents import PlainLoader, load_document
 
 

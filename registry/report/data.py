@@ -13,6 +13,10 @@ why and names a newer decision):
   the plan's current inputs, else computed here and not stored (said so in the report).
 
 Every input's digest comes with the audit event that stored it (registry.report.trail).
+
+This module picks the decision and gathers the report's inputs and recomputation; the evidence
+rows are built in ``registry.report.evidence_entries`` and what the decision weighed is put
+in words in ``registry.report.weighed``.
 """
 
 from __future__ import annotations
@@ -26,19 +30,25 @@ from sqlalchemy.orm import Session
 from registry.audit.chain import as_utc
 from registry.auth.config import AuthConfig
 from registry.errors import FieldProblem, InvalidInput
-from registry.gate.context import EvidenceItem, PlanContext, load_plan_context
+from registry.gate.context import PlanContext, load_plan_context
 from registry.gate.service import get_decision_with_input
 from registry.gate.views import DecisionView
 from registry.planner.result import PlanRecomputation
 from registry.records import service
-from registry.records.evidence import LoadTestEvidence
 from registry.records.kinds import RecordKind
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.references import parse_ref, pinned
 from registry.records.workload import WorkloadProfile
 from registry.report.choice import DecisionChoice, choose, refuse_both
+from registry.report.evidence_entries import (
+    EvidenceEntry,
+    calibration_use,
+    evidence_at_decision,
+    evidence_now,
+)
 from registry.report.trail import TrailEvent, decision_event, recomputation_event, record_event
+from registry.report.weighed import weighed_in_words
 from registry.sizing.service import (
     DEFAULT_SEED,
     RecomputationView,
@@ -61,26 +71,6 @@ class InputRecord:
     digest: str
     event: TrailEvent | None
     note: str = ""
-
-
-@dataclass(frozen=True)
-class EvidenceEntry:
-    ref: str
-    name: str
-    digest: str
-    tool: str
-    entry: str  # imported or declared
-    measured_at: datetime | None
-    measured_against: dict[str, str]
-    replicas: int | None
-    offered_rps_per_replica: float | None
-    classes: list[str]
-    fresh: bool  # as the report's basis judged it: at the decision, else now
-    age_days: float | None
-    reasons: list[str]
-    now: str  # how it stands now, when that differs from the decision's view ("" if not)
-    calibration: str  # whether it calibrated the recomputation, and why not
-    model: LoadTestEvidence | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -172,163 +162,6 @@ def _pick_decision(
     return view, document, choice
 
 
-def _calibration_use(name: str, fresh: bool, result: PlanRecomputation | None) -> str:
-    if result is None:
-        return "no recomputation"
-    calibration = result.calibration
-    if name in calibration.source_evidence:
-        if calibration.fitted:
-            return "calibrated the planner"
-        return "offered for calibration; the fit was rejected, defaults kept"
-    if name in calibration.ignored_evidence:
-        return f"not used: {calibration.ignored_evidence[name]}"
-    return "not used: stale" if not fresh else "not used"
-
-
-def _now_text(item: EvidenceItem | None, fresh_then: bool) -> str:
-    if item is None:
-        return "withdrawn or replaced by a newer version since"
-    if item.freshness.fresh == fresh_then:
-        return ""
-    if item.freshness.fresh:
-        return "fresh now"
-    return "stale now: " + "; ".join(item.freshness.reasons)
-
-
-def _entry(
-    model: LoadTestEvidence,
-    *,
-    ref: str,
-    digest: str,
-    fresh: bool,
-    age_days: float | None,
-    reasons: list[str],
-    now: str,
-    result: PlanRecomputation | None,
-) -> EvidenceEntry:
-    offered = model.offered
-    per_replica = None
-    if offered.request_rate_rps is not None:
-        per_replica = offered.request_rate_rps / offered.replicas
-    return EvidenceEntry(
-        ref=ref,
-        name=model.name,
-        digest=digest,
-        tool=model.tool.name + (f" {model.tool.version}" if model.tool.version else ""),
-        entry=model.provenance.entry.value,
-        measured_at=model.measured_at,
-        measured_against=model.measured_against.model_dump(exclude_none=True),
-        replicas=offered.replicas,
-        offered_rps_per_replica=per_replica,
-        classes=list(model.results.per_class),
-        fresh=fresh,
-        age_days=age_days,
-        reasons=reasons,
-        now=now,
-        calibration=_calibration_use(model.name, fresh, result),
-        model=model,
-    )
-
-
-def _evidence_now(context: PlanContext, result: PlanRecomputation | None) -> list[EvidenceEntry]:
-    return [
-        _entry(
-            item.model,
-            ref=item.view.ref,
-            digest=item.view.digest,
-            fresh=item.freshness.fresh,
-            age_days=item.freshness.age_days,
-            reasons=list(item.freshness.reasons),
-            now="",
-            result=result,
-        )
-        for item in context.evidence
-    ]
-
-
-def _evidence_at_decision(
-    session: Session,
-    context: PlanContext,
-    document: dict[str, Any],
-    result: PlanRecomputation | None,
-) -> list[EvidenceEntry]:
-    by_digest = {item.view.digest: item for item in context.evidence}
-    repo = RecordRepository(session)
-    out = []
-    for seen in document.get("evidence", []):
-        item = by_digest.get(seen["digest"])
-        model: LoadTestEvidence
-        if item is not None:
-            model = item.model
-        else:
-            row = service.resolve(repo, RecordKind.evidence, seen["ref"], loc="evidence")
-            loaded = service.load_model(row)
-            assert isinstance(loaded, LoadTestEvidence)
-            model = loaded
-        out.append(
-            _entry(
-                model,
-                ref=seen["ref"],
-                digest=seen["digest"],
-                fresh=bool(seen.get("fresh")),
-                age_days=seen.get("age_days"),
-                reasons=list(seen.get("stale_reasons", [])),
-                now=_now_text(item, bool(seen.get("fresh"))),
-                result=result,
-            )
-        )
-    return out
-
-
-def _said(value: Any) -> str:
-    """A value the manifests state, as the gate's messages write it (no Python repr)."""
-    return (
-        "not set"
-        if value is None
-        else str(value).lower()
-        if isinstance(value, bool)
-        else str(value)
-    )
-
-
-def _weighed(document: dict[str, Any]) -> list[tuple[str, str]]:
-    """The manifests and the production signal the decision's input held, in words."""
-    out = []
-    manifests = document.get("manifests")
-    if isinstance(manifests, dict):
-        if manifests.get("checked"):
-            found = manifests.get("discrepancies") or []
-            out.append(
-                (
-                    "manifests that ship",
-                    f"checked: {len(found)} field(s) disagree with the plan"
-                    + "".join(
-                        f"; {d.get('field')} = {_said(d.get('manifests'))} at {d.get('file')}:"
-                        f"{d.get('line')}"
-                        for d in found
-                    ),
-                )
-            )
-        else:
-            out.append(("manifests that ship", "not checked (gate check without --manifests)"))
-    production = document.get("production")
-    if isinstance(production, dict):
-        if production.get("observed"):
-            drift = production.get("drift") or []
-            misses = production.get("slo_misses") or []
-            out.append(
-                (
-                    "production signal",
-                    f"observation {production.get('observation')} (window ending "
-                    f"{production.get('window_end')}): {len(drift)} material drift(s), "
-                    f"{len(misses)} SLO miss(es)",
-                )
-            )
-        else:
-            out.append(("production signal", "no observation of production"))
-    return out
-
-
 def _recomputed(view: RecomputationView, basis: str, event: TrailEvent | None) -> Recomputed:
     return Recomputed(
         result=view.result,
@@ -409,10 +242,10 @@ def gather(
         )
         result = recomputed.result if recomputed else None
         if decision is not None and document.get("evidence") is not None:
-            evidence = _evidence_at_decision(session, context, document, result)
+            evidence = evidence_at_decision(session, context, document, result)
             basis = f"as the gate saw it at the decision ({decision.created_at:%Y-%m-%d %H:%M} UTC)"
         else:
-            evidence = _evidence_now(context, result)
+            evidence = evidence_now(context, result)
             basis = f"judged now ({now:%Y-%m-%d %H:%M} UTC)"
         inputs = _inputs(session, context, evidence)
     if recomputed is None and decision is None and compute_missing:
@@ -428,7 +261,7 @@ def gather(
             event=None,
         )
         evidence = [
-            replace(e, calibration=_calibration_use(e.name, e.fresh, result)) for e in evidence
+            replace(e, calibration=calibration_use(e.name, e.fresh, result)) for e in evidence
         ]
     if recomputed is not None and recomputed.digest is not None:
         inputs.append(
@@ -473,7 +306,7 @@ def gather(
         evidence_basis=basis,
         inputs=inputs,
         notes=notes,
-        weighed=_weighed(document),
+        weighed=weighed_in_words(document),
         choice=choice,
     )
 

@@ -29,9 +29,10 @@ from registry.gate.paths import shared_folder
 from registry.gate.severity import by_policy
 from registry.gate.severity import in_order as violations_in_order
 from registry.planner.result import CalibrationResidual
-from registry.report.charts import Charts, build, in_order
+from registry.report.chart import in_order
+from registry.report.charts import Charts, build
 from registry.report.data import ReportData
-from registry.report.svg import format_number
+from registry.report.svg_scales import format_number
 
 
 def number(value: float | None, unit: str = "", digits: int = 3) -> str:

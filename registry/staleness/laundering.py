@@ -44,7 +44,7 @@ ROLES = ("workload", "provider", "plan")
 
 # Two times of one run may be this much further apart than the run lasted (a start given
 # where another statement has the end, a time rounded to the minute). The importers allow a
-# --measured-at this close to a file's own time (registry.importers.common.MEASURED_AT_SLACK).
+# --measured-at this close to a file's own time (registry.importers.measured_at.MEASURED_AT_SLACK).
 SAME_RUN_SLACK = timedelta(minutes=5)
 
 

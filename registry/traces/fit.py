@@ -26,41 +26,45 @@ under ~1.1 %) and (prompt, output) pairs into a fixed 2-D grid per class
 and per-window counts (one integer per window of the trace's span), concurrency into a
 heap of in-flight end times, and prefix blocks into a set of the distinct block ids. Rows
 are processed in chunks with numpy.
+
+This module runs the pass and turns what was gathered into the profile; ``trace_reading``
+reads the file and its cells, ``class_sketch`` gathers each class's figures.
 """
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import heapq
 import io
-import json
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
-
-import numpy as np
+from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
-from registry.importers.common import slug
-from registry.importers.stats import JointLengthSketch, LengthSketch
-from registry.records.common import Basis, Distribution, TraceWindow
+from registry.importers.build_record import slug
+from registry.records.common import TraceWindow
 from registry.records.workload import (
-    Arrival,
     ClassSLO,
-    TrafficClass,
     UnknownShare,
     WorkloadProfile,
 )
+from registry.traces.class_sketch import ClassSketch, traffic_class
 from registry.traces.prefix import (
     MOONCAKE_BLOCK_TOKENS,
     BadHashes,
     ClassReuse,
     PrefixReuse,
     parse_hash_ids,
+)
+from registry.traces.trace_reading import (
+    HashingReader,
+    bad_cell,
+    flag_cell,
+    number_cell,
+    parse_timestamp,
+    trace_columns,
+    trace_rows,
 )
 
 _FORM_NAMES = {"azure": "Azure", "mooncake": "Mooncake", "generic": "generic"}
@@ -69,175 +73,6 @@ _SECOND = timedelta(seconds=1)
 _MAX_CLASSES = 64
 # Timestamps below this many seconds are offsets, not Unix times (2001-09-09).
 _EPOCH_FLOOR = 1e9
-
-
-class _HashingReader(io.RawIOBase):
-    """A raw binary stream that hashes every byte it hands on, so digest and parse are one pass."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._raw.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
-        self.sha.update(data)
-        self.size += n
-        return n
-
-
-@dataclass(frozen=True)
-class _Columns:
-    form: str  # "azure", "mooncake", "generic"
-    timestamp: str
-    prompt: str
-    output: str
-    latency: str | None
-    ts_scale: float  # seconds per numeric timestamp unit
-    hashes: str | None = None  # prompt block ids: prefix reuse
-    cancelled: str | None = None  # per-request cancellation flag
-
-
-def _columns(keys: list[str], *, source: str) -> _Columns:
-    lower = {k.strip().lower(): k for k in keys}
-    extra = {"hashes": lower.get("hash_ids"), "cancelled": lower.get("cancelled")}
-    if {"timestamp", "contexttokens", "generatedtokens"} <= lower.keys():
-        return _Columns(
-            "azure",
-            lower["timestamp"],
-            lower["contexttokens"],
-            lower["generatedtokens"],
-            None,
-            1.0,
-            **extra,
-        )
-    if {"timestamp", "input_length", "output_length"} <= lower.keys():
-        return _Columns(
-            "mooncake",
-            lower["timestamp"],
-            lower["input_length"],
-            lower["output_length"],
-            None,
-            1e-3,
-            **extra,
-        )
-    if {"timestamp", "prompt_tokens", "output_tokens"} <= lower.keys():
-        return _Columns(
-            "generic",
-            lower["timestamp"],
-            lower["prompt_tokens"],
-            lower["output_tokens"],
-            lower.get("latency_s"),
-            1.0,
-            **extra,
-        )
-    raise InvalidInput(
-        f"{source}: unknown trace columns",
-        problems=[
-            FieldProblem(
-                loc="timestamp",
-                message=(
-                    f"columns {sorted(keys)} match no trace form; expected Azure "
-                    "(TIMESTAMP, ContextTokens, GeneratedTokens), Mooncake (timestamp, "
-                    "input_length, output_length) or generic (timestamp, prompt_tokens, "
-                    "output_tokens[, latency_s])"
-                ),
-            )
-        ],
-        source=source,
-    )
-
-
-def _rows(stream: IO[bytes], *, source: str) -> Iterator[tuple[int, dict[str, Any] | list[str]]]:
-    """(line number, row) pairs; the first item is the header (CSV) or first object (JSONL)."""
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-    first = ""
-    while not first.strip():
-        first = text.readline()
-        if not first:
-            raise InvalidInput(f"{source}: the trace is empty", source=source)
-    if first.lstrip().startswith("{"):
-        for i, line in enumerate(_chain([first], text), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(
-                    f"{source}: line {i} is not JSON",
-                    problems=[FieldProblem(loc=f"line {i}", message=exc.msg)],
-                    source=source,
-                ) from exc
-            if not isinstance(obj, dict):
-                raise InvalidInput(f"{source}: line {i} is not an object", source=source)
-            yield i, obj
-    else:
-        reader = csv.reader(_chain([first], text))
-        for i, row in enumerate(reader, start=1):
-            if row:
-                yield i, row
-
-
-def _chain(head: list[str], rest: IO[str]) -> Iterator[str]:
-    yield from head
-    yield from rest
-
-
-@dataclass
-class _ClassAcc:
-    prompt: LengthSketch = field(default_factory=LengthSketch)
-    output: LengthSketch = field(default_factory=LengthSketch)
-    joint: JointLengthSketch = field(default_factory=JointLengthSketch)
-    count: int = 0
-    last_t: float | None = None
-    gap_n: int = 0
-    gap_sum: float = 0.0
-    gap_sq: float = 0.0
-    windows: dict[int, int] = field(default_factory=dict)
-    in_flight: list[float] = field(default_factory=list)
-    concurrency: LengthSketch = field(default_factory=LengthSketch)
-    cancelled: int = 0
-    # chunk buffers
-    t: list[float] = field(default_factory=list)
-    p: list[float] = field(default_factory=list)
-    o: list[float] = field(default_factory=list)
-    lat: list[float] = field(default_factory=list)
-
-    def flush(self, window_s: float) -> None:
-        if not self.t:
-            return
-        t = np.asarray(self.t, dtype=np.float64)
-        p = np.asarray(self.p, dtype=np.float64)
-        o = np.asarray(self.o, dtype=np.float64)
-        self.prompt.add_array(p)
-        self.output.add_array(o)
-        self.joint.add_arrays(p, o)
-        prev = np.concatenate([[self.last_t], t]) if self.last_t is not None else t
-        gaps = np.diff(prev)
-        self.gap_n += int(gaps.size)
-        self.gap_sum += float(gaps.sum())
-        self.gap_sq += float(np.dot(gaps, gaps))
-        self.last_t = float(t[-1])
-        idx, cnt = np.unique(np.floor(t / window_s).astype(np.int64), return_counts=True)
-        for k, c in zip(idx.tolist(), cnt.tolist(), strict=True):
-            self.windows[k] = self.windows.get(k, 0) + c
-        if self.lat:
-            # In flight at each arrival, the arrival included: pop what ended before it.
-            seen = np.empty(t.size, dtype=np.float64)
-            heap = self.in_flight
-            for j, (tj, lj) in enumerate(zip(self.t, self.lat, strict=True)):
-                while heap and heap[0] <= tj:
-                    heapq.heappop(heap)
-                heapq.heappush(heap, tj + lj)
-                seen[j] = len(heap)
-            self.concurrency.add_array(seen)
-        self.count += int(t.size)
-        self.t, self.p, self.o, self.lat = [], [], [], []
 
 
 @dataclass(frozen=True)
@@ -252,71 +87,6 @@ class TraceFit:
     notes: tuple[str, ...]
     # Per class, prompt and hit tokens behind prefix_cache_share (None: no hash ids).
     prefix_reuse: Mapping[str, ClassReuse] | None = None
-
-
-def _parse_ts(
-    value: Any, cols: _Columns, *, line: int, source: str, iso_first: bool = False
-) -> datetime | float:
-    """A number (scaled to seconds) or a datetime; zone-less datetimes stay naive here.
-
-    ``iso_first``: the trace's first stamp was ISO text, so try that first; failing a
-    ``float()`` on every row costs an exception each (a third of a 1M-row Azure fit).
-    """
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value) * cols.ts_scale
-    text = str(value).strip()
-    if iso_first:
-        try:
-            return datetime.fromisoformat(text)
-        except ValueError:
-            pass
-    try:
-        return float(text) * cols.ts_scale
-    except ValueError:
-        pass
-    if cols.form == "mooncake":
-        raise _bad(line, cols.timestamp, f"{text!r} is not a number of ms", source)
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise _bad(
-            line, cols.timestamp, f"{text!r} is neither ISO 8601 nor a number", source
-        ) from exc
-
-
-def _bad(line: int, column: str, message: str, source: str) -> InvalidInput:
-    return InvalidInput(
-        f"{source}: line {line}: {column}: {message}",
-        problems=[FieldProblem(loc=f"line {line}.{column}", message=message)],
-        source=source,
-    )
-
-
-_TRUE = frozenset({"true", "1", "yes", "y", "t"})
-_FALSE = frozenset({"false", "0", "no", "n", "f"})
-
-
-def _flag(value: Any, *, line: int, column: str, source: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float) and value in (0, 1):
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise _bad(line, column, f"{value!r} is not true/false (or 1/0, yes/no)", source)
-
-
-def _number(value: Any, *, line: int, column: str, source: str) -> float:
-    try:
-        f = float(value)
-    except (TypeError, ValueError) as exc:
-        raise _bad(line, column, f"{value!r} is not a number", source) from exc
-    if not math.isfinite(f) or f < 0:
-        raise _bad(line, column, f"{value!r} is not a non-negative number", source)
-    return f
 
 
 def fit_trace(
@@ -349,23 +119,23 @@ def fit_trace(
     if assumed_service_time_s is not None and assumed_service_time_s <= 0:
         raise InvalidInput("assumed_service_time_s must be positive", source=source)
     notes: list[str] = []
-    accs: dict[str, _ClassAcc] = {}
+    accs: dict[str, ClassSketch] = {}
     t0_dt: datetime | None = None
     t0_num: float | None = None
     prev = -math.inf
     last = 0.0
     rows = 0
     with path.open("rb") as fh:
-        hashing = _HashingReader(fh)
+        hashing = HashingReader(fh)
         buffered = io.BufferedReader(hashing, buffer_size=1 << 20)
-        it = _rows(buffered, source=source)
+        it = trace_rows(buffered, source=source)
         line, head = next(it)
         if isinstance(head, dict):
-            cols = _columns(list(head.keys()), source=source)
+            cols = trace_columns(list(head.keys()), source=source)
             pending: list[tuple[int, dict[str, Any] | list[str]]] = [(line, head)]
             index: dict[str, int] = {}
         else:
-            cols = _columns(head, source=source)
+            cols = trace_columns(head, source=source)
             pending = []
             index = {k: i for i, k in enumerate(head)}
         if class_by is not None and class_by not in (index or head):
@@ -392,11 +162,11 @@ def fit_trace(
         def field_of(row: dict[str, Any] | list[str], key: str, ln: int) -> Any:
             if isinstance(row, dict):
                 if key not in row:
-                    raise _bad(ln, key, "missing", source)
+                    raise bad_cell(ln, key, "missing", source)
                 return row[key]
             i = index[key]
             if i >= len(row):
-                raise _bad(ln, key, "missing (short row)", source)
+                raise bad_cell(ln, key, "missing (short row)", source)
             return row[i]
 
         def rows_iter() -> Iterator[tuple[int, dict[str, Any] | list[str]]]:
@@ -404,7 +174,7 @@ def fit_trace(
             yield from it
 
         for ln, row in rows_iter():
-            ts = _parse_ts(
+            ts = parse_timestamp(
                 field_of(row, cols.timestamp, ln),
                 cols,
                 line=ln,
@@ -425,7 +195,7 @@ def fit_trace(
                     t0_num = ts
                 t = ts - t0_num
             if t < prev:
-                raise _bad(
+                raise bad_cell(
                     ln,
                     cols.timestamp,
                     "timestamps go backwards; the trace must be sorted by time",
@@ -439,10 +209,10 @@ def fit_trace(
             acc = accs.get(cls)
             if acc is None:
                 if len(accs) >= _MAX_CLASSES:
-                    raise _bad(ln, class_by or "", f"more than {_MAX_CLASSES} classes", source)
-                acc = accs[cls] = _ClassAcc()
+                    raise bad_cell(ln, class_by or "", f"more than {_MAX_CLASSES} classes", source)
+                acc = accs[cls] = ClassSketch()
             acc.t.append(t)
-            prompt = _number(
+            prompt = number_cell(
                 field_of(row, cols.prompt, ln), line=ln, column=cols.prompt, source=source
             )
             acc.p.append(prompt)
@@ -451,17 +221,19 @@ def fit_trace(
                 try:
                     reuse.add(cls, parse_hash_ids(field_of(row, hash_col, ln)), prompt)
                 except BadHashes as exc:
-                    raise _bad(ln, hash_col, str(exc), source) from None
-            if cancel_col is not None and _flag(
+                    raise bad_cell(ln, hash_col, str(exc), source) from None
+            if cancel_col is not None and flag_cell(
                 field_of(row, cancel_col, ln), line=ln, column=cancel_col, source=source
             ):
                 acc.cancelled += 1
             acc.o.append(
-                _number(field_of(row, cols.output, ln), line=ln, column=cols.output, source=source)
+                number_cell(
+                    field_of(row, cols.output, ln), line=ln, column=cols.output, source=source
+                )
             )
             if latency_col is not None:
                 acc.lat.append(
-                    _number(
+                    number_cell(
                         field_of(row, latency_col, ln), line=ln, column=latency_col, source=source
                     )
                 )
@@ -530,79 +302,25 @@ def fit_trace(
         )
     notes.extend(f"{field} unknown: {why}" for field, why in unknown_why.items())
 
-    classes: list[TrafficClass] = []
-    for cls_name in sorted(accs):
-        acc = accs[cls_name]
-        if acc.count < 2:
-            raise InvalidInput(
-                f"{source}: class {cls_name!r} has {acc.count} request; needs two or more",
-                problems=[FieldProblem(loc=f"classes.{cls_name}", message="fewer than 2 requests")],
-                source=source,
-            )
-        mean_rps = acc.count / span
-        peak_rps = max(acc.windows.values()) / window_s
-        if span < window_s:
-            notes.append(f"{cls_name}: trace shorter than one {window_s:g} s window")
-        if peak_rps < mean_rps:
-            # A window cut short by the trace's end can undercount; the mean is a floor.
-            notes.append(f"{cls_name}: peak raised to the mean rate (short last window)")
-            peak_rps = mean_rps
-        gap_mean = acc.gap_sum / acc.gap_n
-        gap_var = max(acc.gap_sq / acc.gap_n - gap_mean**2, 0.0)
-        cv = math.sqrt(gap_var) / gap_mean if gap_mean > 0 else 0.0
-        concurrency: Distribution | None = None
-        if acc.concurrency.count:
-            base = acc.concurrency.distribution(with_histogram=False)
-            if latency_col is None:
-                concurrency = base.model_copy(
-                    update={
-                        "basis": Basis.assumed,
-                        "reason": (
-                            f"in flight at each arrival if every request took "
-                            f"{assumed_service_time_s:g} s; the trace has no completion times"
-                        ),
-                    }
-                )
-                concurrency = Distribution.model_validate(concurrency.model_dump())
-            else:
-                concurrency = base
-        class_slo = slo if isinstance(slo, ClassSLO) else slo.get(cls_name)
-        if class_slo is None:
-            raise InvalidInput(
-                f"no SLO for class {cls_name!r}",
-                problems=[FieldProblem(loc=f"slo.{cls_name}", message="missing")],
-                source=source,
-            )
-        prefix_share: float | None = None
-        if reuse is not None:
-            prefix_share = round(
-                reuse.classes[cls_name].share(bounded=prefix_cache_tokens is not None), 4
-            )
-        cancellation: float | None = None
-        if cancel_col is not None:
-            cancellation = round(acc.cancelled / acc.count, 4)
-        classes.append(
-            TrafficClass(
-                name=cls_name,
-                priority=(priorities or {}).get(cls_name, 0),
-                arrival=Arrival(
-                    basis=Basis.measured,
-                    mean_rps=mean_rps,
-                    peak_rps=peak_rps,
-                    peak_window_s=float(window_s),
-                    # The schema needs > 0; exactly periodic arrivals are recorded as ~0.
-                    interarrival_cv=max(cv, 1e-9),
-                ),
-                prompt_tokens=acc.prompt.distribution(),
-                output_tokens=acc.output.distribution(),
-                concurrency=concurrency,
-                prefix_cache_share=prefix_share,
-                cancellation_rate=cancellation,
-                unknown=dict(unknown_why),
-                slo=class_slo,
-                joint_lengths=acc.joint.joint_lengths(),
-            )
+    classes = [
+        traffic_class(
+            cls_name,
+            accs[cls_name],
+            span=span,
+            window_s=window_s,
+            slo=slo,
+            priorities=priorities,
+            latency_col=latency_col,
+            assumed_service_time_s=assumed_service_time_s,
+            reuse=reuse,
+            prefix_cache_tokens=prefix_cache_tokens,
+            cancel_col=cancel_col,
+            unknown_why=unknown_why,
+            notes=notes,
+            source=source,
         )
+        for cls_name in sorted(accs)
+    ]
     description = (
         f"Measured from {cols.form} trace {path.name}: {rows} requests, "
         f"{start.isoformat()} to {end.isoformat()}; SLOs given, not measured; " + "; ".join(notes)

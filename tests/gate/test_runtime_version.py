@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from registry.gate.views import Outcome
-from registry.importers.common import parse_runtime
+from registry.importers.runtime import parse_runtime
 from registry.importers.service import ImportFile, ImportOptions, import_files
 from registry.policy.embedded import EmbeddedEngine
 from registry.storage.database import Database

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from registry.errors import InvalidInput
 from registry.importers import ImportedStage, import_result_file_with_findings
-from registry.importers.common import MeasuredAtSource, slug
+from registry.importers.build_record import slug
+from registry.importers.parsed_stage import MeasuredAtSource
 from registry.records.kinds import RecordKind
 from tests.factories import example
 from tests.support import fixtures

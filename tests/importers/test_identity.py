@@ -16,8 +16,8 @@ import pytest
 
 from registry.errors import InvalidInput
 from registry.importers import _parse
-from registry.importers.common import parse_runtime
 from registry.importers.identity import Identity, check_models, hf_id, names
+from registry.importers.runtime import parse_runtime
 from registry.importers.service import ImportFile, ImportOptions, ImportResult, import_files
 from registry.manifests.identity import accelerator_family
 from registry.records.documents import validate_record

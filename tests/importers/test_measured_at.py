@@ -20,7 +20,8 @@ from fastapi.testclient import TestClient
 
 from registry.errors import InvalidInput
 from registry.importers import import_result_file_with_findings
-from registry.importers.common import MEASURED_AT_SLACK, MeasuredAtSource
+from registry.importers.measured_at import MEASURED_AT_SLACK
+from registry.importers.parsed_stage import MeasuredAtSource
 from registry.importers.service import ImportFile, ImportOptions, ImportResult, import_files
 from registry.records.kinds import RecordKind
 from registry.staleness.laundering import SAME_RUN_SLACK

@@ -15,7 +15,7 @@ import pytest
 
 from registry.errors import InvalidInput
 from registry.importers import import_class_files, import_result_file_with_findings
-from registry.importers.common import parse_runtime
+from registry.importers.runtime import parse_runtime
 from registry.importers.service import ImportFile, ImportOptions, import_files
 from registry.records import service
 from registry.records.evidence import LoadTestEvidence, RuntimeInfo

@@ -11,7 +11,9 @@ import yaml
 
 from registry.errors import InvalidInput
 from registry.manifests import plan_from_manifests
-from registry.manifests.loading import MAX_ALIAS_EXPANSION, ManifestErrors, read_manifests
+from registry.manifests.loading import read_manifests
+from registry.manifests.problems import ManifestErrors
+from registry.manifests.yaml_nodes import MAX_ALIAS_EXPANSION
 from registry.records.documents import loads_yaml
 from tests.manifests.helpers import (
     MINIMAL_OVERLAY,

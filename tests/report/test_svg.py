@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from registry.report import svg
+from registry.report import svg, svg_scales
 
 
 def parsed(text: str) -> ET.Element:
@@ -231,7 +231,7 @@ def test_numbers_are_written_for_people(value: float, text: str) -> None:
 )
 def test_linear_scale_covers_its_data_with_round_ticks(lo: float, span: float) -> None:
     hi = lo + span
-    scale = svg.LinearScale(lo, hi, 0.0, 100.0)
+    scale = svg_scales.LinearScale(lo, hi, 0.0, 100.0)
     assert scale.lo <= lo + 1e-9 * abs(lo) and scale.hi >= hi - 1e-9 * abs(hi)
     ticks = scale.ticks()
     assert 2 <= len(ticks) <= 12
