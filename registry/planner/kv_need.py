@@ -5,7 +5,7 @@ output, conservatively). Holding every one at its p99 context at once is a point
 reaches; the sum of N contexts has its p99 near N x mean + z99 x sqrt(N) x sd (the normal
 approximation of a sum). Pure arithmetic, no NumPy: the gate calls it on every check.
 The moments are of what one request holds in the units of ``MemoryFit.kv_tokens``
-(``recomputation.context_moments``): its context, or for a model with sliding-window layers
+(``scenarios.context_moments``): its context, or for a model with sliding-window layers
 the share its full and sliding groups hold, the latter capped at the window.
 """
 

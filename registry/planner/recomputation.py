@@ -11,18 +11,14 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.planner.backends import unmodelled_backend
 from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.catalog import resolve_model
-from registry.planner.kv_need import p99_kv_tokens
-from registry.planner.memory import KVGroups, MemoryFit, hybrid_manager, kv_groups
+from registry.planner.claims import check_claims
+from registry.planner.context_fit import context_fit as fit_context
+from registry.planner.memory import hybrid_manager, kv_groups
 from registry.planner.progress import Progress, current
 from registry.planner.result import (
     AutoscalingAdvice,
-    ClaimCheck,
-    ClaimsCheck,
-    ContextFit,
-    ContextMoments,
     Cost,
     LoadPoint,
-    Memory,
     ModelSummary,
     PlanRecomputation,
     Scenario,
@@ -30,9 +26,15 @@ from registry.planner.result import (
     StepFigures,
     TPOption,
 )
-from registry.planner.sampling import context_overflow_share, draw_lengths, p99_of
-from registry.planner.search import MAX_SHED_RATE, Evaluation, Evaluator
+from registry.planner.scenarios import (
+    context_moments,
+    group_note,
+    memory_summary,
+    scenario,
+)
+from registry.planner.search import MAX_SHED_RATE, Evaluator
 from registry.planner.step_time import Efficiency
+from registry.planner.tp_choice import equal_gpu_comparison, tp_candidates, worst
 from registry.planner.uncertainty import uncertainty, with_intervals
 from registry.planner.unknowns import unknown_notes
 from registry.planner.version import PLANNER_VERSION
@@ -47,264 +49,6 @@ from registry.records.workload import WorkloadProfile
 SIM_REQUESTS = 8000
 CURVE_REQUESTS = 3000
 CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
-# The report's judgement of claims; the gate decides with the policy data's
-# claims_max_relative_error, which a test keeps equal to this.
-CLAIM_TOLERANCE = 0.2
-# Requests drawn per class to estimate the mean and spread of its context; seeded.
-CONTEXT_DRAWS = 20_000
-
-
-def _memory(m: MemoryFit, moments: dict[str, ContextMoments]) -> Memory:
-    return Memory(
-        tensor_parallel=m.tensor_parallel,
-        total_gib=m.total_gib,
-        usable_gib=round(m.requested_gib, 3),
-        weights_gib=round(m.weights_gib, 3),
-        activation_peak_gib=round(m.activation_peak_gib, 3),
-        runtime_overhead_gib=round(m.runtime_overhead_gib, 3),
-        kv_cache_gib=round(m.kv_cache_gib, 3),
-        kv_bytes_per_token=m.kv_bytes_per_token,
-        kv_bytes_per_token_per_gpu=m.kv_bytes_per_token_per_gpu,
-        block_size=m.block_size,
-        kv_blocks=m.kv_blocks,
-        kv_tokens=m.kv_tokens,
-        max_concurrency_at_p99_context=m.max_concurrency_at_p99_context,
-        concurrency_by_class=dict(m.concurrency_by_class),
-        fits=m.fits,
-        reason=m.reason,
-        context_tokens=moments,
-    )
-
-
-def _scenario(
-    name: str,
-    ev: Evaluation | None,
-    *,
-    ready: int,
-    lost: int,
-    tp: int,
-    offered: float,
-    load: float,
-    notes: list[str],
-    workload: WorkloadProfile,
-    moments: dict[str, ContextMoments],
-    reason: str = "",
-) -> Scenario:
-    if ev is None:
-        why = reason or "no ready replica"
-        return Scenario(
-            name=name,
-            ready_replicas=ready,
-            lost_replicas=lost,
-            tensor_parallel=tp,
-            offered_rps=offered,
-            load_factor=load,
-            per_class={},
-            slo_met=False,
-            violations=[why],
-            completed_rps=0.0,
-            output_tokens_per_s=0.0,
-            preemptions=0,
-            kv_usage_peak=0.0,
-            kv_usage_mean=0.0,
-            waiting_mean_per_replica=0.0,
-            retry_amplification=0.0,
-            simulated_requests=0,
-            notes=notes,
-        )
-    sim = ev.sim
-    by_class = _in_service_by_class(workload, ev, ready)
-    in_service = None if by_class is None else sum(by_class.values())
-    tokens = None if by_class is None else p99_kv_tokens(by_class, moments)
-    return Scenario(
-        name=name,
-        ready_replicas=ready,
-        lost_replicas=lost,
-        tensor_parallel=tp,
-        offered_rps=round(offered, 4),
-        load_factor=load,
-        per_class=ev.per_class,
-        slo_met=ev.slo_met,
-        violations=ev.violations,
-        completed_rps=round(sim.completed_rps, 3),
-        sustained_rps=round(sim.sustained_rps, 3),
-        goodput_rps=round(sim.goodput_rps, 3),
-        output_tokens_per_s=round(sim.output_tokens_per_s, 1),
-        preemptions=sim.preemptions,
-        kv_usage_peak=round(sim.kv_usage_peak, 4),
-        kv_usage_mean=round(sim.kv_usage_mean, 4),
-        waiting_mean_per_replica=round(sim.waiting_mean_per_replica, 3),
-        retry_amplification=round(sim.attempts / max(1, sim.originals), 4),
-        simulated_requests=sim.simulated_requests,
-        in_service_per_replica=None if in_service is None else round(in_service, 2),
-        in_service_kv_tokens=tokens,
-        notes=notes,
-    )
-
-
-def _group_note(simulated: int, ready: int) -> str:
-    return (
-        f"simulated as {simulated} of the {ready} replicas, fed their {simulated}/{ready} "
-        "share of the fleet's arrivals (fleet-scale reduction); fleet totals scaled back"
-    )
-
-
-def _worst(ev: Evaluation, key: str) -> float | None:
-    values = [getattr(p, key) for p in ev.per_class.values() if getattr(p, key) is not None]
-    return max(values) if values else None
-
-
-def _tp_candidates(ev: Evaluator, plan_tp: int) -> list[int]:
-    shape = ev.shape
-    per_node = ev.provider.accelerator.per_node
-    options = [tp for tp in (1, 2, 4, 8) if tp <= per_node and shape.attention_heads % tp == 0]
-    fitting = [tp for tp in options if ev.memory(tp).fits]
-    # The smallest TP that fits and the next two degrees: wider partitioning only adds
-    # all-reduce cost once the model fits with room for KV.
-    chosen = fitting[:3]
-    if plan_tp in options and plan_tp not in chosen:
-        chosen.append(plan_tp)
-    return sorted(set(chosen)) or [plan_tp]
-
-
-def _in_service_by_class(
-    workload: WorkloadProfile, at: Evaluation, replicas: int
-) -> dict[str, float] | None:
-    """Requests of each class holding KV blocks on one replica at peak, by Little's law.
-
-    Each class adds its peak rate per replica times its mean time in service: end-to-end
-    minus queue wait, since a queued request holds no KV. The mean, not the median: a
-    long-tailed e2e has its mean well above its median, and Little's law needs the mean.
-    None when a class completed nothing (its time in service is unbounded).
-    """
-    if replicas <= 0:
-        return None
-    out: dict[str, float] = {}
-    for cls in workload.classes:
-        st = at.sim.per_class[cls.name]
-        if st.completed == 0:
-            return None
-        if not st.e2e:  # every completion was a cancellation: no full request to time
-            out[cls.name] = 0.0
-            continue
-        service = float(np.mean(st.e2e)) - (float(np.mean(st.queue)) if st.queue else 0.0)
-        out[cls.name] = cls.arrival.peak_rps / replicas * max(service, 0.0)
-    return out
-
-
-def _in_service_per_replica(
-    workload: WorkloadProfile, at: Evaluation, replicas: int
-) -> float | None:
-    by_class = _in_service_by_class(workload, at, replicas)
-    return None if by_class is None else sum(by_class.values())
-
-
-def context_moments(
-    workload: WorkloadProfile, groups: KVGroups | None = None
-) -> dict[str, ContextMoments]:
-    """Each class's context mean and spread, from a seeded draw of its (joint) lengths: the
-    KV tokens one request holds as ``MemoryFit.kv_tokens`` counts them. With sliding-window
-    layers (``groups`` with a window) that is not the context: vLLM's logged tokens are the
-    pool over its groups, and a request holds ``(full_groups x context + sliding_groups x
-    min(context, window)) / groups`` of them."""
-    out: dict[str, ContextMoments] = {}
-    for cls in workload.classes:
-        prompt, output = draw_lengths(cls, CONTEXT_DRAWS, np.random.default_rng(99))
-        context = prompt.astype(float) + output.astype(float)
-        if groups is not None and groups.window is not None:
-            local = np.minimum(context, float(groups.window))
-            context = (groups.full_groups * context + groups.sliding_groups * local) / groups.groups
-        out[cls.name] = ContextMoments(
-            mean=round(float(context.mean()), 1), sd=round(float(context.std()), 1)
-        )
-    return out
-
-
-def _ms_or_unknown(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.0f} ms"
-
-
-def _equal_gpu_comparison(
-    ev: Evaluator, options: list[TPOption], plan_tp: int, plan_gpus: int
-) -> tuple[list[TPOption], str]:
-    """TP=1 against the plan's TP k on the same GPUs at the same offered load (the peak).
-
-    Each option above is sized to just meet the SLOs, so its p99s sit at the SLO whatever
-    its TP: comparing those shows no gain by construction. Here both get G GPUs, G = TP=k's
-    GPUs at peak (where it just meets the SLOs; the plan's GPUs when no count did): G / k
-    replicas of TP=k against G replicas of TP=1, both at the peak. Two memoised runs; the
-    TP=k one is the run its sizing already made.
-
-    "Fits with useful KV": the KV cache holds, at the p99 context, the requests one replica
-    has in service at that load (Little's law on the TP=1 run). It is judged at equal GPUs,
-    not at TP=1's own minimum fleet, because that fleet is sized around TP=1's KV shortage
-    (replicas are added until each one's requests fit) and would always pass. Little's law
-    gives the mean count, which bursts exceed, while most requests are shorter than the p99
-    context: the two approximations lean opposite ways. max_num_seqs is no yardstick: it is
-    a cap the operator chose, not what the load needs.
-    """
-    index = {o.tensor_parallel: i for i, o in enumerate(options)}
-    if plan_tp == 1 or 1 not in index or plan_tp not in index:
-        return options, ""
-    single, chosen = options[index[1]], options[index[plan_tp]]
-    out = list(options)
-    if not single.fits:
-        out[index[1]] = single.model_copy(update={"fits_with_useful_kv": False})
-        return out, ""
-    if not chosen.fits:
-        return options, ""
-    gpus = chosen.gpus_at_peak or plan_gpus
-    for option in (chosen, single):
-        replicas = gpus // option.tensor_parallel
-        at = ev.run(option.tensor_parallel, replicas)
-        need = _in_service_per_replica(ev.workload, at, replicas)
-        kv = option.kv_concurrency_at_p99_context or 0
-        out[index[option.tensor_parallel]] = option.model_copy(
-            update={
-                "equal_gpus": gpus,
-                "equal_gpus_replicas": replicas,
-                "equal_gpus_ttft_p99_ms": _worst(at, "ttft_p99_ms"),
-                "equal_gpus_tpot_p99_ms": _worst(at, "tpot_p99_ms"),
-                "equal_gpus_slo_met": at.slo_met,
-                "concurrency_needed_per_replica": None if need is None else round(need, 2),
-                "fits_with_useful_kv": need is not None and kv >= need,
-            }
-        )
-    one, k = out[index[1]], out[index[plan_tp]]
-    needed = (
-        "unknown"
-        if one.concurrency_needed_per_replica is None
-        else f"{one.concurrency_needed_per_replica:.1f}"
-    )
-    sentence = (
-        f"on the same {gpus} GPUs at peak, the plan's TP={plan_tp} ({k.equal_gpus_replicas} "
-        f"replicas) against TP=1 ({gpus}): p99 TPOT {_ms_or_unknown(k.equal_gpus_tpot_p99_ms)} "
-        f"vs {_ms_or_unknown(one.equal_gpus_tpot_p99_ms)}, p99 TTFT "
-        f"{_ms_or_unknown(k.equal_gpus_ttft_p99_ms)} vs "
-        f"{_ms_or_unknown(one.equal_gpus_ttft_p99_ms)}; TP=1's KV cache holds "
-        f"{one.kv_concurrency_at_p99_context} requests at the p99 context against {needed} in "
-        f"service per replica ({'enough' if one.fits_with_useful_kv else 'not enough'})"
-    )
-    return out, sentence
-
-
-def _claim(claimed: float | None, predicted: float | None) -> ClaimCheck:
-    if claimed is None or predicted is None or predicted == 0:
-        return ClaimCheck(
-            claimed=claimed,
-            predicted=predicted,
-            relative_error=None,
-            optimistic=False,
-            within_tolerance=claimed is None,
-        )
-    rel = (claimed - predicted) / predicted
-    return ClaimCheck(
-        claimed=claimed,
-        predicted=round(predicted, 3),
-        relative_error=round(rel, 4),
-        optimistic=claimed < predicted,
-        within_tolerance=abs(rel) <= CLAIM_TOLERANCE,
-    )
 
 
 def replicas_per_zone_required(r_min: int, n_zones: int, headroom: int, disruption: int = 0) -> int:
@@ -395,7 +139,7 @@ def recompute(
     # --- tensor parallelism: replication versus partitioning ------------------------------
     options: list[TPOption] = []
     mins: dict[int, int | None] = {}
-    for tp in _tp_candidates(ev, plan_tp):
+    for tp in tp_candidates(ev, plan_tp):
         mem = ev.memory(tp)
         r = ev.min_replicas(tp) if mem.fits else None
         mins[tp] = r
@@ -433,15 +177,15 @@ def recompute(
                 kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
                 min_ready_replicas_at_peak=r,
                 gpus_at_peak=gpus,
-                worst_ttft_p99_ms=_worst(at, "ttft_p99_ms"),
-                worst_tpot_p99_ms=_worst(at, "tpot_p99_ms"),
+                worst_ttft_p99_ms=worst(at, "ttft_p99_ms"),
+                worst_tpot_p99_ms=worst(at, "tpot_p99_ms"),
                 throughput_per_gpu_rps=round(peak / gpus, 3),
                 cost_per_hour_at_peak_usd=None if price is None else round(gpus * price, 2),
                 slo_met=True,
                 reason=f"{r} replica(s) x {tp} GPU(s) = {gpus} GPUs meet every p99 SLO",
             )
         )
-    options, equal_gpus = _equal_gpu_comparison(ev, options, plan_tp, plan.total_replicas * plan_tp)
+    options, equal_gpus = equal_gpu_comparison(ev, options, plan_tp, plan.total_replicas * plan_tp)
     viable = [o for o in options if o.slo_met and o.gpus_at_peak is not None]
     if viable:
         best = min(viable, key=lambda o: (o.gpus_at_peak or 0, o.tensor_parallel))
@@ -528,7 +272,7 @@ def recompute(
     ):
         ready = plan_total - lost
         if not plan_mem.fits:
-            scenarios[name] = _scenario(
+            scenarios[name] = scenario(
                 name,
                 None,
                 ready=ready,
@@ -546,8 +290,8 @@ def recompute(
         evaluation = ev.run(plan_tp, ready) if ready > 0 else None
         scenario_notes = [note]
         if evaluation is not None and evaluation.simulated_replicas < ready:
-            scenario_notes.append(_group_note(evaluation.simulated_replicas, ready))
-        scenarios[name] = _scenario(
+            scenario_notes.append(group_note(evaluation.simulated_replicas, ready))
+        scenarios[name] = scenario(
             name,
             evaluation,
             ready=ready,
@@ -636,48 +380,8 @@ def recompute(
     )
 
     # --- claims versus recomputation -------------------------------------------------------
-    peak_sc = scenarios["peak"]
-    per_class_claims: dict[str, dict[str, ClaimCheck]] = {}
-    claim_findings: list[str] = []
-    for cname, claim in plan.claims.per_class.items():
-        pred = peak_sc.per_class.get(cname)
-        checks: dict[str, ClaimCheck] = {}
-        for key in ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms"):
-            claimed = getattr(claim, key)
-            if claimed is None:
-                continue
-            check = _claim(claimed, getattr(pred, key) if pred else None)
-            checks[key] = check
-            if check.relative_error is not None and not check.within_tolerance:
-                claim_findings.append(
-                    f"{cname}.{key}: claimed {claimed:g} ms, recomputed {check.predicted:g} ms "
-                    f"({check.relative_error:+.0%})"
-                )
-        per_class_claims[cname] = checks
-    need = plan.claims.ready_replicas_needed_at_peak
-    need_check = None
-    if need is not None:
-        need_check = _claim(float(need), None if r_min is None else float(r_min))
-        if r_min is not None and need < r_min:
-            claim_findings.append(
-                f"claims {need} ready replicas suffice at peak; the recomputation needs {r_min}"
-            )
-    peak_check = None
-    if plan.claims.peak_rps is not None:
-        peak_check = _claim(plan.claims.peak_rps, peak)
-        if plan.claims.peak_rps < peak * (1 - 1e-9):
-            claim_findings.append(
-                f"claims a peak of {plan.claims.peak_rps:g} req/s; the "
-                f"workload's class peaks sum to {peak:g}"
-            )
-    claims = ClaimsCheck(
-        tolerance=CLAIM_TOLERANCE,
-        per_class=per_class_claims,
-        ready_replicas_needed_at_peak=need_check,
-        peak_rps=peak_check,
-        findings=claim_findings,
-    )
-    findings.extend(claim_findings)
+    claims = check_claims(plan, scenarios["peak"], r_min, peak)
+    findings.extend(claims.findings)
     if not meets_reserve and r_min is not None:
         findings.append(
             f"the plan's {plan_total} replicas do not keep {r_min} ready with its largest zone "
@@ -725,7 +429,7 @@ def recompute(
         plan_meets_reserve=meets_reserve,
         notes=notes,
     )
-    context_fit = _context_fit(plan, workload, provider, seed=seed)
+    context_fit = fit_context(plan, workload, provider, seed=seed)
     for cname, fit in context_fit.items():
         if fit.rejected_share > MAX_SHED_RATE:
             findings.append(
@@ -767,7 +471,7 @@ def recompute(
             sources=list(shape.sources),
             notes=list(shape.notes),
         ),
-        memory=_memory(plan_mem, moments),
+        memory=memory_summary(plan_mem, moments),
         step_time=figures,
         sizing=sizing,
         slos={c.name: c.slo.model_dump() for c in workload.classes},
@@ -782,23 +486,3 @@ def recompute(
         findings=findings,
         uncertainty=spread,
     )
-
-
-def _context_fit(
-    plan: CapacityPlan, workload: WorkloadProfile, provider: ProviderProfile, *, seed: int
-) -> dict[str, ContextFit]:
-    limit = plan.serving.max_model_len
-    out: dict[str, ContextFit] = {}
-    for cls in workload.classes:
-        prompt = p99_of(cls.prompt_tokens)
-        output = p99_of(cls.output_tokens)
-        if cls.max_output_tokens is not None:
-            output = min(output, float(cls.max_output_tokens))
-        out[cls.name] = ContextFit(
-            max_model_len=limit,
-            p99_prompt_tokens=round(prompt, 1),
-            p99_output_tokens=round(output, 1),
-            p99_context_tokens=round(prompt + output, 1),
-            rejected_share=round(context_overflow_share(cls, limit, seed=seed), 5),
-        )
-    return out

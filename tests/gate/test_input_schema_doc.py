@@ -31,7 +31,7 @@ def test_corpus_input_validates_and_unknown_fields_are_refused() -> None:
 
 
 def test_planner_judges_claims_with_the_policy_tolerance() -> None:
-    from registry.planner.recomputation import CLAIM_TOLERANCE
+    from registry.planner.claims import CLAIM_TOLERANCE
     from registry.policy.bundle import load_bundle
 
     thresholds = load_bundle().data["capgate"]["thresholds"]

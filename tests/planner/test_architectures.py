@@ -22,8 +22,8 @@ from registry.planner.memory import (
     kv_pool,
     memory_fit,
 )
-from registry.planner.recomputation import context_moments
 from registry.planner.sampling import draw_class
+from registry.planner.scenarios import context_moments
 from registry.planner.simulator import ClassLoad, EngineSpec, RetrySpec, simulate
 from registry.planner.step_time import Efficiency, StepModel
 from registry.records.plan import CapacityPlan
