@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from registry.planner import recompute
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.sampling import draw_class
 from registry.planner.search import Evaluator
 from registry.planner.simulator import ClassLoad, RetrySpec, simulate

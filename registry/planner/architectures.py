@@ -126,7 +126,7 @@ def _uneven_layers(config: Mapping[str, Any]) -> str | None:
     return None
 
 
-# The fields catalog.count_hf_config needs to count parameters layer by layer.
+# The fields hf_config.count_hf_config needs to count parameters layer by layer.
 _COUNTED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 
 

@@ -25,8 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from registry.planner.catalog import ModelShape, resolve_model
 from registry.planner.efficiency import frontend_time
+from registry.planner.model_shape import ModelShape, resolve_model
 from registry.planner.result import Calibration, CalibrationResidual
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, efficiency_sources

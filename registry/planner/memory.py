@@ -36,12 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from registry.planner.catalog import (
-    ModelShape,
-    accelerators,
-    exposed_memory_gib,
-    find_accelerator,
-)
+from registry.planner.catalog import accelerators, exposed_memory_gib, find_accelerator
+from registry.planner.model_shape import ModelShape
 
 GIB = float(1 << 30)
 

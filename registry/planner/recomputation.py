@@ -10,10 +10,10 @@ import numpy as np
 from registry.errors import FieldProblem, InvalidInput
 from registry.planner.backends import unmodelled_backend
 from registry.planner.calibration import EvidenceItem, calibrate
-from registry.planner.catalog import resolve_model
 from registry.planner.claims import check_claims
 from registry.planner.context_fit import context_fit as fit_context
 from registry.planner.memory import hybrid_manager, kv_groups
+from registry.planner.model_shape import resolve_model
 from registry.planner.progress import Progress, current
 from registry.planner.result import (
     AutoscalingAdvice,

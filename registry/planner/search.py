@@ -54,9 +54,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from registry.errors import InvalidInput
-from registry.planner.catalog import ModelShape
 from registry.planner.efficiency import frontend_time
 from registry.planner.memory import MemoryFit, hybrid_manager, kv_groups, memory_fit
+from registry.planner.model_shape import ModelShape
 from registry.planner.progress import Progress, current
 from registry.planner.result import ClassPrediction
 from registry.planner.sampling import ClassStream, draw_class, gamma_gaps, p99_of

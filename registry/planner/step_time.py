@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from registry.planner.catalog import ModelShape, find_model
+from registry.planner.catalog import find_model
 from registry.planner.efficiency import kernel_efficiency
 from registry.planner.memory import kv_bytes_per_token
+from registry.planner.model_shape import ModelShape
 from registry.records.provider import AcceleratorSpec, DType, InterconnectKind
 
 # Where the fixed costs come from; the fractions' sources depend on the accelerator

@@ -14,7 +14,8 @@ from benchmarks.planner import hf_configs, profiles
 from benchmarks.planner.hf_configs import DEEPSEEK_V2_LITE, DEEPSEEK_V3, GEMMA_3_27B, GPT_OSS_120B
 from registry.planner import recompute
 from registry.planner.architectures import refusal
-from registry.planner.catalog import ModelShape, count_hf_config, models, resolve_model
+from registry.planner.catalog import models
+from registry.planner.hf_config import count_hf_config
 from registry.planner.memory import (
     KVGroups,
     kv_bytes_per_token,
@@ -22,6 +23,7 @@ from registry.planner.memory import (
     kv_pool,
     memory_fit,
 )
+from registry.planner.model_shape import ModelShape, resolve_model
 from registry.planner.sampling import draw_class
 from registry.planner.scenarios import context_moments
 from registry.planner.simulator import ClassLoad, EngineSpec, RetrySpec, simulate

@@ -10,7 +10,7 @@ import pytest
 
 from registry.planner import calibration
 from registry.planner.calibration import calibrate, held_out_error
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.recomputation import recompute
 from registry.planner.step_time import Efficiency
 from registry.records.evidence import LoadTestEvidence

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from registry.planner.calibration import CONSTANT_CV, _case, calibrate
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.search import Evaluator
 from registry.planner.simulator import RetrySpec, simulate
 from registry.planner.step_time import Efficiency

@@ -24,7 +24,7 @@ import pytest
 
 from benchmarks.planner import profiles
 from benchmarks.planner.bench_fleet import OUTPUT, PROMPT, SLO
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.progress import StderrProgress
 from registry.planner.search import FLEET_GROUP, Evaluator
 from registry.planner.step_time import Efficiency

@@ -8,12 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import (
-    exposed_memory_gib,
-    find_model,
-    params_from_hf_config,
-    resolve_model,
-)
+from registry.planner.catalog import exposed_memory_gib, find_model
+from registry.planner.hf_config import params_from_hf_config
 from registry.planner.memory import (
     GIB,
     VLLM_0_10,
@@ -25,6 +21,7 @@ from registry.planner.memory import (
     memory_fit,
     params_for_runtime,
 )
+from registry.planner.model_shape import resolve_model
 from registry.records.provider import ProviderProfile
 
 

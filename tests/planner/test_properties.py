@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.sampling import draw_class, gamma_gaps
 from registry.planner.search import Evaluator
 from registry.planner.simulator import (

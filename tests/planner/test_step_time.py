@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import find_accelerator, resolve_model
+from registry.planner.catalog import find_accelerator
 from registry.planner.efficiency import FALLBACK, kernel_efficiency
+from registry.planner.model_shape import resolve_model
 from registry.planner.step_time import (
     Efficiency,
     StepModel,

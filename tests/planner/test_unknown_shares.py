@@ -15,7 +15,7 @@ import numpy as np
 
 from benchmarks.planner import profiles
 from registry.planner import recompute
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.sampling import draw_class
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency

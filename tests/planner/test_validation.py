@@ -31,8 +31,9 @@ from benchmarks.planner.validation_doc import (
     error_ranges,
     render,
 )
-from registry.planner.catalog import exposed_memory_gib, resolve_model
+from registry.planner.catalog import exposed_memory_gib
 from registry.planner.memory import GIB, MemoryParams, kv_bytes_per_token
+from registry.planner.model_shape import resolve_model
 
 # The H100 API server's defaults (8192 batched tokens, 1024 sequences) on the 94 GB H100.
 H100_NVL = Host("H100-NVL-94GB", 8192, 1024)

@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from benchmarks.planner import profiles
-from registry.planner.catalog import resolve_model
+from registry.planner.model_shape import resolve_model
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
 from registry.records.provider import DType, ProviderProfile
