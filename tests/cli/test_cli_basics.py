@@ -20,7 +20,10 @@ def test_version_prints_the_installed_version() -> None:
 
 
 def test_completion_script_for_bash() -> None:
-    result = capgate("--show-completion", "bash", env=WIDE)
+    # Typer detects the shell from the process tree unless told not to; under pytest-xdist
+    # the parent is Python, not a shell. With detection off the option takes the shell named.
+    env = dict(WIDE, _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
+    result = capgate("--show-completion", "bash", env=env)
     assert result.returncode == 0, result.stderr
     assert "complete " in result.stdout and "_CAPGATE_COMPLETE" in result.stdout
 
