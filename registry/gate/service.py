@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from registry.attestation.store import attest_stored_decision
 from registry.audit.chain import as_utc
 from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
-from registry.audit.integrity import Feeds, guard_for
+from registry.audit.integrity import Feeds, Guard, guard_for
 from registry.audit.rows import ROWS_KEY, decision_entry, settle
 from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
@@ -39,7 +39,7 @@ from registry.gate.waivers import apply_waivers
 from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
-from registry.sizing.service import size_plan
+from registry.sizing.service import Sized, read_plan, size_plan
 from registry.staleness.rules import StalenessThresholds
 from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
@@ -221,6 +221,47 @@ def _context_feeds(session: Session, context: PlanContext) -> Feeds:
     return Feeds(record_ids=frozenset(ids), every_waiver=True)
 
 
+def _sized_fresh(
+    database: Database,
+    guard: Guard,
+    plan_ref: str,
+    principal: str,
+    moment: datetime,
+    limits: StalenessThresholds,
+) -> tuple[Sized, tuple[str, CalibrationInput | None] | None]:
+    """The plan recomputed and stored (no stored recomputation fits its inputs), and its
+    last decision; the plan's rows verified before the planner runs, the recomputation
+    and the last decision after it is stored."""
+
+    def verify_context(context: PlanContext) -> None:
+        # Nothing is appended to a registry whose records, staleness, withdrawals or
+        # waivers were tampered with.
+        with database.reading() as session:
+            feeds = _context_feeds(session, context)
+        guard.check_feeds(database, feeds)
+
+    sized = size_plan(
+        database,
+        plan_ref=plan_ref,
+        principal=principal,
+        now=moment,
+        limits=limits,
+        verify=verify_context,
+    )
+    with database.reading() as session:
+        last = _previous_decision(session, sized.context.plan.name)
+    guard.check_feeds(
+        database,
+        Feeds(
+            record_ids=frozenset(),
+            decision_ids=frozenset([last[0]] if last else []),
+            recomputation_ids=frozenset([sized.row_id]),
+            every_waiver=False,
+        ),
+    )
+    return sized, last
+
+
 def check(
     database: Database,
     engine: Engine,
@@ -250,46 +291,46 @@ def check(
     """
     moment = now or datetime.now(UTC)
     guard = guard_for(database)
+    failure: Exception | None = None
+    # Everything the decision reads, in one session: the integrity check below verifies
+    # it (and the whole registry) before anything is decided or stored.
     with database.reading() as session:
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
-    # The whole registry, not only this plan's rows: one flipped decision of another
-    # plan quarantines every check (registry.audit.quarantine).
-    guard.check_registry(database, sweep=sweep)
-    with database.reading() as session:
-        # Before any work: a bundle other than the approved release decides nothing
-        # (its rows are verified with the decision's other feeds below).
-        in_force = release_for_decision(
-            session, engine_revision=engine.revision, pinned=policy_release
+        try:
+            # A bundle other than the approved release decides nothing (its rows are
+            # verified with the decision's other feeds below).
+            in_force = release_for_decision(
+                session, engine_revision=engine.revision, pinned=policy_release
+            )
+            context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
+            last = _previous_decision(session, context.plan.name) if sized else None
+            feeds = _context_feeds(session, context) if sized else None
+        except Exception as exc:
+            failure = exc
+    if failure is not None:
+        # A quarantined registry says so whatever else failed (a plan deleted in SQL is
+        # a quarantine, not a 404; a record edited in place, not only its own error).
+        guard.check_registry(database, sweep=sweep)
+        raise failure
+    if sized is None or feeds is None:
+        # The planner must run: the registry and this plan's rows are verified before
+        # it runs or its result is stored, as `size_plan` promises its `verify`.
+        guard.check_registry(database, sweep=sweep)
+        sized, last = _sized_fresh(database, guard, plan_ref, principal, moment, limits)
+    else:
+        # The stored recomputation is reused: the whole registry (the quarantine) and
+        # every row the decision rests on, in one snapshot and one walk of the chain.
+        guard.check_decision(
+            database,
+            Feeds(
+                record_ids=feeds.record_ids,
+                decision_ids=frozenset([last[0]] if last else []),
+                recomputation_ids=frozenset([sized.row_id]),
+                every_waiver=True,
+            ),
+            sweep=sweep,
         )
-
-    def verify_context(context: PlanContext) -> None:
-        # Before the planner runs or its result is stored: nothing is appended to a
-        # registry whose records, staleness, withdrawals or waivers were tampered with.
-        with database.reading() as session:
-            feeds = _context_feeds(session, context)
-        guard.check_feeds(database, feeds)
-
-    sized = size_plan(
-        database,
-        plan_ref=plan_ref,
-        principal=principal,
-        now=moment,
-        limits=limits,
-        verify=verify_context,
-    )
     context = sized.context
-    with database.reading() as session:
-        last = _previous_decision(session, context.plan.name)
-    # The recomputation used and the decision whose calibration is reused.
-    guard.check_feeds(
-        database,
-        Feeds(
-            record_ids=frozenset(),
-            decision_ids=frozenset([last[0]] if last else []),
-            recomputation_ids=frozenset([sized.row_id]),
-            every_waiver=False,
-        ),
-    )
     previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}
     violations: list[dict[str, Any]] = []
@@ -336,7 +377,7 @@ def check(
 
     stored_input = dict(document, recomputation_digest=sized.view.digest) if document else {}
 
-    def store(ctx: WriteContext) -> DecisionRow:
+    def store(ctx: WriteContext) -> DecisionView:
         guard.check_append(ctx.session)  # never extend a chain that does not verify
         row = DecisionRow(
             id=str(uuid.uuid4()),
@@ -372,13 +413,12 @@ def check(
                 ROWS_KEY: [decision_entry(row)],
             },
         )
-        return row
-
-    row = database.write(store, principal=principal, now=lambda: moment)
-    with database.reading() as session:
-        plan_row = session.get(RecordRow, context.plan_row_id)
-        assert plan_row is not None  # written above in the same registry
+        # The answer from the same transaction (the plan row is in its session already).
+        plan_row = ctx.session.get(RecordRow, context.plan_row_id)
+        assert plan_row is not None  # the decision's foreign key
         return _to_view(row, plan_row, revision if revision != "unknown" else None)
+
+    return database.write(store, principal=principal, now=lambda: moment)
 
 
 def get_decision(
