@@ -23,6 +23,11 @@ from sqlalchemy import event
 STAGES: tuple[tuple[str, str, str], ...] = (
     ("saved checkpoint", "registry.gate.service", "enforce_saved_checkpoint"),
     ("quarantine (chain, new rows, sweep)", "registry.audit.integrity:Guard", "check_registry"),
+    (
+        "quarantine and the decision's rows (one snapshot)",
+        "registry.audit.integrity:Guard",
+        "check_decision",
+    ),
     ("policy release in force", "registry.gate.service", "release_for_decision"),
     ("load records (plan context)", "registry.sizing.service", "load_plan_context"),
     ("stored recomputation (read, re-hash)", "registry.sizing.service", "_view"),

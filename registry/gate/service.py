@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from registry.attestation.store import attest_stored_decision
+from registry.attestation.store import (
+    attest_stored_decision,
+    planner_version_of,
+    signed_attestation,
+)
 from registry.audit.chain import as_utc
 from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
 from registry.audit.integrity import Feeds, Guard, guard_for
@@ -36,6 +40,7 @@ from registry.gate.context import PlanContext
 from registry.gate.input_document import CalibrationInput, ManifestsInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
+from registry.keys import signing_key
 from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
@@ -43,7 +48,7 @@ from registry.sizing.service import Sized, read_plan, size_plan
 from registry.staleness.rules import StalenessThresholds
 from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
-from registry.storage.models import DecisionRow, RecordRow
+from registry.storage.models import DecisionAttestationRow, DecisionRow, RecordRow
 from registry.storage.repository import GateRepository, IntegrityRepository
 
 if TYPE_CHECKING:
@@ -127,11 +132,17 @@ def _document_text(text: str, stored: dict[str, Any]) -> str:
 
 
 def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) -> DecisionView:
+    return _view_of(row, plan.name, plan.version, current_revision)
+
+
+def _view_of(
+    row: DecisionRow, plan_name: str, plan_version: int, current_revision: str | None
+) -> DecisionView:
     document = stored_input(row)
     waivers = json.loads(row.waivers)
     return DecisionView(
         id=row.id,
-        plan=pinned(plan.name, plan.version),
+        plan=pinned(plan_name, plan_version),
         outcome=Outcome(row.outcome),
         engine=row.engine,
         bundle_revision=row.bundle_revision,
@@ -377,29 +388,60 @@ def check(
 
     stored_input = dict(document, recomputation_digest=sized.view.digest) if document else {}
 
-    def store(ctx: WriteContext) -> DecisionView:
-        guard.check_append(ctx.session)  # never extend a chain that does not verify
-        row = DecisionRow(
-            id=str(uuid.uuid4()),
+    def decision_row() -> DecisionRow:
+        return DecisionRow(
+            id=decision_id,
             plan_record_id=context.plan_row_id,
             plan_name=context.plan_view.name,
             outcome=outcome.value,
             engine=engine.name,
             bundle_revision=revision,
             policy_release=in_force.release,
-            input_digest=content_digest(document) if document else "none",
-            input=canonical_json(stored_input),
+            input_digest=input_digest,
+            input=input_text,
             violations=canonical_json(violations),
             waivers=canonical_json(waived),
             warnings=canonical_json(warnings),
             error=error,
-            principal=ctx.principal,
-            created_at=ctx.now,
+            principal=principal,
+            created_at=moment,
         )
+
+    # Serialised, viewed and signed before the write: the registry's write lock (every
+    # writer queues on it) is held for the chain check, the inserts and the commit only.
+    decision_id = str(uuid.uuid4())
+    input_digest = content_digest(document) if document else "none"
+    input_text = canonical_json(stored_input)
+    current = revision if revision != "unknown" else None
+    plan_version = context.plan_view.version
+    view = _view_of(decision_row(), context.plan_view.name, plan_version, current)
+    signed = signed_attestation(
+        _view_of(decision_row(), context.plan_view.name, plan_version, None),
+        context.plan_view.digest,
+        planner_version=planner_version_of(stored_input),
+        key=signing_key(),
+        at=as_utc(moment),
+    )
+
+    def store(ctx: WriteContext) -> DecisionView:
+        guard.check_append(ctx.session)  # never extend a chain that does not verify
+        row = decision_row()
         GateRepository(ctx.session).add(row)
         settle(ctx.session, row)
-        # The decision as a signed in-toto statement, in the same transaction.
-        attest_stored_decision(ctx.session, row)
+        # The decision as a signed in-toto statement, in the same transaction. Signed
+        # above on the instant handed to the database; should the row read back keep
+        # another, it is signed again on what is stored.
+        if as_utc(row.created_at) == view.created_at:
+            ctx.session.add(
+                DecisionAttestationRow(
+                    decision_id=signed.decision_id,
+                    key_id=signed.key_id,
+                    envelope=signed.envelope,
+                    created_at=signed.created_at,
+                )
+            )
+        else:
+            attest_stored_decision(ctx.session, row)
         ctx.record_event(
             "gate.check",
             {
@@ -413,10 +455,7 @@ def check(
                 ROWS_KEY: [decision_entry(row)],
             },
         )
-        # The answer from the same transaction (the plan row is in its session already).
-        plan_row = ctx.session.get(RecordRow, context.plan_row_id)
-        assert plan_row is not None  # the decision's foreign key
-        return _to_view(row, plan_row, revision if revision != "unknown" else None)
+        return _view_of(row, context.plan_view.name, plan_version, current)
 
     return database.write(store, principal=principal, now=lambda: moment)
 
