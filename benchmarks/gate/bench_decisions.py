@@ -37,6 +37,7 @@ import httpx
 import yaml
 
 from benchmarks.gate.check_profile import Profile, profile_checks
+from benchmarks.gate.cpu import CpuMeter
 from benchmarks.registry.bench_submissions import (
     ApiServer,
     api_server,
@@ -110,9 +111,12 @@ def register_example(server: ApiServer) -> None:
         http.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"}).raise_for_status()
 
 
-def api_checks(server: ApiServer, total: int, clients: int) -> tuple[float, float, float]:
+def api_checks(
+    server: ApiServer, total: int, clients: int, meter: CpuMeter | None = None
+) -> tuple[float, float, float, float]:
     """`total` checks from `clients` threads, each with its own connection: (checks per
-    second, p50 ms, p99 ms). A check that does not allow stops the benchmark."""
+    second, p50 ms, p99 ms, CPU ms a check of the server and its database's backends,
+    0 where not measured). A check that does not allow stops the benchmark."""
     per_client = total // clients
 
     def client(_: int) -> list[float]:
@@ -126,12 +130,14 @@ def api_checks(server: ApiServer, total: int, clients: int) -> tuple[float, floa
                     raise RuntimeError(response.text)
         return out
 
+    cpu_before = meter.read() if meter else {}
     start = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
         samples = [s for chunk in pool.map(client, range(clients)) for s in chunk]
     elapsed = time.perf_counter() - start
+    cpu = CpuMeter.spent(cpu_before, meter.read()) if meter else 0.0
     p50, p99 = percentiles(samples)
-    return len(samples) / elapsed, p50, p99
+    return len(samples) / elapsed, p50, p99, cpu * 1000 / len(samples)
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,7 @@ class ApiResult:
     workers: int
     clients: int
     checks: int
-    runs: list[tuple[float, float, float]]  # (per second, p50 ms, p99 ms) per run
+    runs: list[tuple[float, float, float, float]]  # (per second, p50, p99, CPU ms) per run
     load: tuple[float, float]  # 1-minute load average before the first and after the last
     profile: Profile
 
@@ -165,7 +171,8 @@ def api_benchmark(
             register_example(server)
             api_checks(server, 4 * clients, clients)  # every worker has walked the chain
             load_before = os.getloadavg()[0]
-            results = [api_checks(server, checks, clients) for _ in range(runs)]
+            meter = CpuMeter(server.pid, url)
+            results = [api_checks(server, checks, clients, meter) for _ in range(runs)]
             load_after = os.getloadavg()[0]
         profile = profile_checks(url, "chat-assistant-prod", profiled)
     return ApiResult(label, workers, clients, checks, results, (load_before, load_after), profile)
@@ -175,13 +182,14 @@ def api_tables(results: list[ApiResult]) -> str:
     """The throughput table and each database's per-stage table, as Markdown."""
     lines = [
         "| database | uvicorn workers | clients | checks per run | runs | per second "
-        "| p50 ms | p99 ms | load average (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| p50 ms | p99 ms | CPU ms a check (server and database) | load average (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        cpu = f"{r.median(3):.1f}" if r.median(3) else "not measured"
         lines.append(
             f"| {r.database} | {r.workers} | {r.clients} | {r.checks} | {len(r.runs)} "
-            f"| {r.median(0):.1f} | {r.median(1):.1f} | {r.median(2):.1f} "
+            f"| {r.median(0):.1f} | {r.median(1):.1f} | {r.median(2):.1f} | {cpu} "
             f"| {r.load[0]:.1f} to {r.load[1]:.1f} |"
         )
     for r in results:
@@ -189,7 +197,8 @@ def api_tables(results: list[ApiResult]) -> str:
         lines += [
             "",
             f"One check on {r.database}, stage by stage ({p.checks} checks in one process, "
-            f"one after another; median {p.median_ms:.1f} ms a check):",
+            f"one after another; median {p.median_ms:.1f} ms a check, of which "
+            f"{p.median_cpu_ms:.1f} ms CPU in the checking process):",
             "",
             "| stage | ms per check | share | SQL statements |",
             "|---|---|---|---|",

@@ -41,6 +41,10 @@ per Database object (one per process in the API server and the CLI) and, per che
 4. Before its own event is appended, step 1 again inside the writing transaction: the
    gate never extends a chain that does not verify.
 
+A gate check runs steps 1 to 3 in one reading session (`Guard.check_decision`): one
+snapshot and one walk of the chain. The event verified last is read in the same query
+as the events after it, and the acknowledged problems only when there is a problem.
+
 Any problem raises Tampered: the gate ends in an error (exit 2), never in allow. Problems
 an admin acknowledged (registry.audit.acknowledgements) are left out.
 """
@@ -570,10 +574,10 @@ class Guard:
         problems: list[str] = []
         if ledger is None or time.monotonic() - self._walked_at > FULL_REWALK_S:
             ledger, self._walked_at = Ledger(), time.monotonic()
-        else:
-            problems += _anchor_problems(session, ledger.chain.seq, ledger.chain.head)
-        if not problems:
             ledger.advance(session)
+        else:
+            problems += _advance_anchored(session, ledger.chain, ledger.take)
+        if not problems:
             problems += ledger.all_problems + extent_problems(session)
         problems = acknowledged.filter(problems)
         if problems:
@@ -679,19 +683,35 @@ class Guard:
         last event this guard verified (no ledger is kept: only hashes and links)."""
         seq, head = self._verified
         state = ChainWalk(seq=seq, head=head)
-        problems = _anchor_problems(session, seq, head)
+        problems = _advance_anchored(session, state)
         if not problems:
-            walk(events_after(session, seq), state)
             problems += state.problems + extent_problems(session)
         problems = _Acknowledged(session).filter(problems)
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
 
-def _anchor_problems(session: Session, seq: int, head: str) -> list[str]:
-    if seq == 0:
+def _advance_anchored(
+    session: Session,
+    state: ChainWalk,
+    visit: Callable[[AuditEventRow, dict[str, Any]], None] | None = None,
+) -> list[str]:
+    """The event verified last (`state`) read again with the events after it, in one
+    query: problems if it is gone or rewritten, else the events after it walked."""
+    if state.seq == 0:
+        walk(events_after(session, 0), state, visit)
         return []
-    anchor = event_at(session, seq)
+    rows = events_after(session, state.seq - 1)
+    anchor = next(rows, None)
+    problems = _anchor_problems(
+        state.seq, state.head, anchor if anchor is not None and anchor.seq == state.seq else None
+    )
+    if not problems:
+        walk(rows, state, visit)
+    return problems
+
+
+def _anchor_problems(seq: int, head: str, anchor: AuditEventRow | None) -> list[str]:
     if anchor is None:
         return [
             f"event {seq}, verified earlier by this process, is gone: the chain was "

@@ -192,18 +192,10 @@ def _previous_decision(
     session: Session, plan_name: str
 ) -> tuple[str, CalibrationInput | None] | None:
     """The plan's last decision (any version) and the calibration it was taken with."""
-    rows, _ = GateRepository(session).decisions(
-        plan_name=plan_name,
-        outcome=None,
-        principal=None,
-        since=None,
-        until=None,
-        limit=1,
-        offset=0,
-    )
-    if not rows:
+    last = GateRepository(session).last_decision(plan_name)
+    if last is None:
         return None
-    decision_id, stored_input = rows[0][0].id, rows[0][0].input
+    decision_id, stored_input = last
     stored = json.loads(stored_input or "{}").get("recomputation", {}).get("calibration")
     if not isinstance(stored, dict):
         return decision_id, None  # decided before calibration was part of the input, or an error

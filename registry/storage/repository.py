@@ -248,6 +248,17 @@ class GateRepository:
     def decision(self, decision_id: str) -> DecisionRow | None:
         return self.session.get(DecisionRow, decision_id)
 
+    def last_decision(self, plan_name: str) -> tuple[str, str] | None:
+        """(id, input) of the plan's newest decision, any version: the order and index
+        `decisions` pages by, one row."""
+        found = self.session.execute(
+            select(DecisionRow.id, DecisionRow.input)
+            .where(DecisionRow.plan_name == plan_name)
+            .order_by(DecisionRow.created_at.desc(), DecisionRow.id.desc())
+            .limit(1)
+        ).first()
+        return None if found is None else (found[0], found[1])
+
     def decisions(
         self,
         *,
