@@ -88,6 +88,7 @@ def chosen_databases(
 class ApiServer:
     url: str
     headers: dict[str, str]  # an API token with every role
+    pid: int = 0  # the server's main process (its workers are its children)
 
 
 @contextmanager
@@ -138,7 +139,7 @@ def api_server(database_url: str, workers: int) -> Iterator[ApiServer]:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("API server did not become ready")
             time.sleep(0.1)
-        yield ApiServer(base, {"Authorization": f"Bearer {token}"})
+        yield ApiServer(base, {"Authorization": f"Bearer {token}"}, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=10)

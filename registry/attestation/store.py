@@ -25,9 +25,7 @@ def _planner_version(session: Session, decision_id: str) -> str | None:
     row = session.get(DecisionRow, decision_id)
     if row is None or not row.input:
         return None
-    recomputation = json.loads(row.input).get("recomputation")
-    version = recomputation.get("planner_version") if isinstance(recomputation, dict) else None
-    return version if isinstance(version, str) else None
+    return planner_version_of(json.loads(row.input))
 
 
 def attest_decision(
@@ -46,20 +44,44 @@ def attest_decision(
     existing = session.get(DecisionAttestationRow, decision.id)
     if existing is not None:
         return existing
-    statement = decision_statement(
-        decision, plan_digest, planner_version=_planner_version(session, decision.id)
-    )
-    envelope = sign_envelope(
-        statement_bytes(statement), IN_TOTO_PAYLOAD_TYPE, key.private_key, key.key_id
-    )
-    row = DecisionAttestationRow(
-        decision_id=decision.id,
-        key_id=key.key_id,
-        envelope=canonical_json(envelope),
-        created_at=at or decision.created_at,
+    row = signed_attestation(
+        decision,
+        plan_digest,
+        planner_version=_planner_version(session, decision.id),
+        key=key,
+        at=at or decision.created_at,
     )
     session.add(row)
     return row
+
+
+def planner_version_of(stored_input: dict[str, Any]) -> str | None:
+    """The planner version a decision's stored input names (None for an error)."""
+    recomputation = stored_input.get("recomputation")
+    version = recomputation.get("planner_version") if isinstance(recomputation, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def signed_attestation(
+    decision: DecisionView,
+    plan_digest: str,
+    *,
+    planner_version: str | None,
+    key: SigningKey,
+    at: datetime,
+) -> DecisionAttestationRow:
+    """The attestation row of `decision`, signed, in no session: the gate signs before it
+    takes the registry's write lock, so writers do not queue behind a signature."""
+    statement = decision_statement(decision, plan_digest, planner_version=planner_version)
+    envelope = sign_envelope(
+        statement_bytes(statement), IN_TOTO_PAYLOAD_TYPE, key.private_key, key.key_id
+    )
+    return DecisionAttestationRow(
+        decision_id=decision.id,
+        key_id=key.key_id,
+        envelope=canonical_json(envelope),
+        created_at=at,
+    )
 
 
 def attest_stored_decision(

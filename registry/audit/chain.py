@@ -9,7 +9,7 @@ recomputed) is registry.audit.integrity's and registry.audit.checkpoint's busine
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -125,10 +125,27 @@ def walk(rows: Iterable[AuditEventRow], state: ChainWalk, visit: Visitor | None 
         state.events += 1
 
 
-def events_after(session: Session, seq: int) -> Iterable[AuditEventRow]:
-    """Events after `seq`, in order, streamed (a long chain is not held in memory)."""
-    query = select(AuditEventRow).where(AuditEventRow.seq > seq).order_by(AuditEventRow.seq)
-    return session.scalars(query.execution_options(yield_per=1000))
+PAGE = 1000
+
+
+def events_after(session: Session, seq: int) -> Iterator[AuditEventRow]:
+    """Events after `seq`, in order, a page of PAGE at a time (a long chain is not held
+    in memory). Pages by sequence number, not a server-side cursor: the gate's walk of
+    the few events since its last check is one round trip, not a cursor's three."""
+    while True:
+        page = list(
+            session.scalars(
+                select(AuditEventRow)
+                .where(AuditEventRow.seq > seq)
+                .order_by(AuditEventRow.seq)
+                .limit(PAGE)
+            )
+        )
+        yield from page
+        if len(page) < PAGE:
+            return
+        # The session's identity map holds rows weakly: a walked page is let go.
+        seq = page[-1].seq
 
 
 def events_at(session: Session, seqs: Iterable[int]) -> dict[int, AuditEventRow]:

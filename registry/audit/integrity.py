@@ -41,6 +41,10 @@ per Database object (one per process in the API server and the CLI) and, per che
 4. Before its own event is appended, step 1 again inside the writing transaction: the
    gate never extends a chain that does not verify.
 
+A gate check runs steps 1 to 3 in one reading session (`Guard.check_decision`): one
+snapshot and one walk of the chain. The event verified last is read in the same query
+as the events after it, and the acknowledged problems only when there is a problem.
+
 Any problem raises Tampered: the gate ends in an error (exit 2), never in allow. Problems
 an admin acknowledged (registry.audit.acknowledgements) are left out.
 """
@@ -523,6 +527,22 @@ def _plus(a: Fingerprint, b: Fingerprint) -> Fingerprint:
     return a[0] + b[0], a[1] + b[1]
 
 
+class _Acknowledged:
+    """The acknowledged problems, read from the session only when there is a problem to
+    filter (a passing check, the usual case, does not query them)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._keys: frozenset[str] | None = None
+
+    def filter(self, problems: list[str]) -> list[str]:
+        if not problems:
+            return []
+        if self._keys is None:
+            self._keys = acknowledged_keys(self._session)
+        return unacknowledged(problems, self._keys)
+
+
 def _repeatable_read(session: Session) -> None:
     """One snapshot for the walk and the fingerprints (else a write committing between
     them would show rows whose events were not walked). Before the session's first query."""
@@ -549,17 +569,17 @@ class Guard:
         self._swept_from = 0.0  # when the last passing sweep's reads began (monotonic)
         self._checked_seq = 0  # the rows recorded up to this event were verified
 
-    def _chain(self, session: Session, acknowledged: frozenset[str]) -> Ledger:
+    def _chain(self, session: Session, acknowledged: _Acknowledged) -> Ledger:
         ledger = self._ledger
         problems: list[str] = []
         if ledger is None or time.monotonic() - self._walked_at > FULL_REWALK_S:
             ledger, self._walked_at = Ledger(), time.monotonic()
-        else:
-            problems += _anchor_problems(session, ledger.chain.seq, ledger.chain.head)
-        if not problems:
             ledger.advance(session)
+        else:
+            problems += _advance_anchored(session, ledger.chain, ledger.take)
+        if not problems:
             problems += ledger.all_problems + extent_problems(session)
-        problems = unacknowledged(problems, acknowledged)
+        problems = acknowledged.filter(problems)
         if problems:
             self._ledger, self._verified = None, (0, GENESIS)  # walk from the start next time
             raise Tampered(_one_line(problems), details={"problems": problems})
@@ -570,7 +590,7 @@ class Guard:
         """Raise Tampered unless the chain verifies (incrementally)."""
         with self._lock, database.reading() as session:
             _snapshot(session)
-            self._chain(session, acknowledged_keys(session))
+            self._chain(session, _Acknowledged(session))
 
     def check_registry(self, database: Database, *, sweep: bool = True) -> None:
         """Raise Tampered (the registry is quarantined) unless the chain and every row of
@@ -584,58 +604,77 @@ class Guard:
         began = time.monotonic()
         with self._lock, database.reading() as session:
             _repeatable_read(session)
-            snapshot_at = time.monotonic()
-            acknowledged = acknowledged_keys(session)
-            baseline = self._baseline
-            if baseline is None:
-                self._ledger = None  # a first baseline rests on a walk from the first event
-            # Concurrent checks share a sweep: one that read the database after this
-            # check began saw everything this one would (so waiting checks do not scan).
-            due = baseline is None or (
-                sweep
-                and self._swept_from < began
-                and snapshot_at - self._swept_from >= sweep_interval()
-            )
-            try:
+            self._registry(session, _Acknowledged(session), sweep=sweep, began=began)
+
+    def check_decision(self, database: Database, feeds: Feeds, *, sweep: bool = True) -> None:
+        """`check_registry`, then `check_feeds`, in one snapshot: one walk of the chain
+        for both, so a gate check pays for one reading session, not two."""
+        began = time.monotonic()
+        with self._lock, database.reading() as session:
+            _repeatable_read(session)
+            acknowledged = _Acknowledged(session)
+            ledger = self._registry(session, acknowledged, sweep=sweep, began=began)
+            # The same snapshot: the chain walked above is the chain as of the feeds' rows.
+            problems = _settled(session, ledger, lambda: _feed_problems(session, ledger, feeds))
+            problems = acknowledged.filter(problems)
+        if problems:
+            raise Tampered(_one_line(problems), details={"problems": problems})
+
+    def _registry(
+        self, session: Session, acknowledged: _Acknowledged, *, sweep: bool, began: float
+    ) -> Ledger:
+        """check_registry's work inside its session (the lock held); the ledger walked."""
+        snapshot_at = time.monotonic()
+        baseline = self._baseline
+        if baseline is None:
+            self._ledger = None  # a first baseline rests on a walk from the first event
+        # Concurrent checks share a sweep: one that read the database after this
+        # check began saw everything this one would (so waiting checks do not scan).
+        due = baseline is None or (
+            sweep
+            and self._swept_from < began
+            and snapshot_at - self._swept_from >= sweep_interval()
+        )
+        try:
+            ledger = self._chain(session, acknowledged)
+            current = fingerprints(session) if due else {}
+            if (
+                baseline is not None
+                and due
+                and _plus(baseline.tables[EVENTS], events_fingerprint(session, baseline.seq))
+                != current[EVENTS]
+            ):
+                self._ledger = None  # an event walked earlier changed: walk them all
                 ledger = self._chain(session, acknowledged)
-                current = fingerprints(session) if due else {}
-                if (
-                    baseline is not None
-                    and due
-                    and _plus(baseline.tables[EVENTS], events_fingerprint(session, baseline.seq))
-                    != current[EVENTS]
-                ):
-                    self._ledger = None  # an event walked earlier changed: walk them all
-                    ledger = self._chain(session, acknowledged)
-            except Tampered as exc:
-                problems = list(exc.details.get("problems") or [exc.message])
-                raise Tampered(_quarantine_line(problems), details={"problems": problems}) from None
-            if baseline is None:
-                found = _table_problems(session, ledger)
-            else:
-                new = _new_keys(ledger, self._checked_seq)
-                found = _new_row_problems(session, ledger, new)
-                if not found and due:
-                    expected = _expected(session, baseline, _new_keys(ledger, baseline.seq))
-                    if any(expected[t] != current[t] for t in expected if t != EVENTS):
-                        found = _table_problems(session, ledger)
-            found = unacknowledged(found, acknowledged)
-            if not found:
-                self._checked_seq = ledger.chain.seq
-                if due:
-                    self._baseline = _Baseline(seq=ledger.chain.seq, tables=current)
-                    self._swept_from = snapshot_at
+        except Tampered as exc:
+            problems = list(exc.details.get("problems") or [exc.message])
+            raise Tampered(_quarantine_line(problems), details={"problems": problems}) from None
+        if baseline is None:
+            found = _table_problems(session, ledger)
+        else:
+            new = _new_keys(ledger, self._checked_seq)
+            found = _new_row_problems(session, ledger, new)
+            if not found and due:
+                expected = _expected(session, baseline, _new_keys(ledger, baseline.seq))
+                if any(expected[t] != current[t] for t in expected if t != EVENTS):
+                    found = _table_problems(session, ledger)
+        found = acknowledged.filter(found)
         if found:
             raise Tampered(_quarantine_line(found), details={"problems": found})
+        self._checked_seq = ledger.chain.seq
+        if due:
+            self._baseline = _Baseline(seq=ledger.chain.seq, tables=current)
+            self._swept_from = snapshot_at
+        return ledger
 
     def check_feeds(self, database: Database, feeds: Feeds) -> None:
         """Raise Tampered unless the chain and every row the decision rests on verify."""
         with self._lock, database.reading() as session:
             _snapshot(session)
-            acknowledged = acknowledged_keys(session)
+            acknowledged = _Acknowledged(session)
             ledger = self._chain(session, acknowledged)
             problems = _settled(session, ledger, lambda: _feed_problems(session, ledger, feeds))
-            problems = unacknowledged(problems, acknowledged)
+            problems = acknowledged.filter(problems)
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
@@ -644,19 +683,35 @@ class Guard:
         last event this guard verified (no ledger is kept: only hashes and links)."""
         seq, head = self._verified
         state = ChainWalk(seq=seq, head=head)
-        problems = _anchor_problems(session, seq, head)
+        problems = _advance_anchored(session, state)
         if not problems:
-            walk(events_after(session, seq), state)
             problems += state.problems + extent_problems(session)
-        problems = unacknowledged(problems, acknowledged_keys(session))
+        problems = _Acknowledged(session).filter(problems)
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
 
-def _anchor_problems(session: Session, seq: int, head: str) -> list[str]:
-    if seq == 0:
+def _advance_anchored(
+    session: Session,
+    state: ChainWalk,
+    visit: Callable[[AuditEventRow, dict[str, Any]], None] | None = None,
+) -> list[str]:
+    """The event verified last (`state`) read again with the events after it, in one
+    query: problems if it is gone or rewritten, else the events after it walked."""
+    if state.seq == 0:
+        walk(events_after(session, 0), state, visit)
         return []
-    anchor = event_at(session, seq)
+    rows = events_after(session, state.seq - 1)
+    anchor = next(rows, None)
+    problems = _anchor_problems(
+        state.seq, state.head, anchor if anchor is not None and anchor.seq == state.seq else None
+    )
+    if not problems:
+        walk(rows, state, visit)
+    return problems
+
+
+def _anchor_problems(seq: int, head: str, anchor: AuditEventRow | None) -> list[str]:
     if anchor is None:
         return [
             f"event {seq}, verified earlier by this process, is gone: the chain was "

@@ -4,7 +4,8 @@ A failed integrity check anywhere (the hash chain, a row against the event that 
 it, a decision, an approval, a saved checkpoint) quarantines the whole registry, not
 only the plans whose rows were touched: every gate check answers an error (exit 2, HTTP
 500) naming the failure, until the registry verifies again. The state is derived, not
-stored: each check runs `Guard.check_registry` (registry.audit.integrity), which is what
+stored: each check runs `Guard.check_registry` (registry.audit.integrity; a gate check
+runs it inside `Guard.check_decision`, with its own rows), which is what
 `capgate audit verify` checks, made incremental, so repairing the damage (restoring the
 row) lifts it and nothing an attacker deletes can lift it.
 

@@ -24,10 +24,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from registry.attestation.store import attest_stored_decision
+from registry.attestation.store import (
+    attest_stored_decision,
+    planner_version_of,
+    signed_attestation,
+)
 from registry.audit.chain import as_utc
 from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
-from registry.audit.integrity import Feeds, guard_for
+from registry.audit.integrity import Feeds, Guard, guard_for
 from registry.audit.rows import ROWS_KEY, decision_entry, settle
 from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
@@ -36,14 +40,15 @@ from registry.gate.context import PlanContext
 from registry.gate.input_document import CalibrationInput, ManifestsInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
+from registry.keys import signing_key
 from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
-from registry.sizing.service import size_plan
+from registry.sizing.service import Sized, read_plan, size_plan
 from registry.staleness.rules import StalenessThresholds
 from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
-from registry.storage.models import DecisionRow, RecordRow
+from registry.storage.models import DecisionAttestationRow, DecisionRow, RecordRow
 from registry.storage.repository import GateRepository, IntegrityRepository
 
 if TYPE_CHECKING:
@@ -127,11 +132,17 @@ def _document_text(text: str, stored: dict[str, Any]) -> str:
 
 
 def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) -> DecisionView:
+    return _view_of(row, plan.name, plan.version, current_revision)
+
+
+def _view_of(
+    row: DecisionRow, plan_name: str, plan_version: int, current_revision: str | None
+) -> DecisionView:
     document = stored_input(row)
     waivers = json.loads(row.waivers)
     return DecisionView(
         id=row.id,
-        plan=pinned(plan.name, plan.version),
+        plan=pinned(plan_name, plan_version),
         outcome=Outcome(row.outcome),
         engine=row.engine,
         bundle_revision=row.bundle_revision,
@@ -181,18 +192,10 @@ def _previous_decision(
     session: Session, plan_name: str
 ) -> tuple[str, CalibrationInput | None] | None:
     """The plan's last decision (any version) and the calibration it was taken with."""
-    rows, _ = GateRepository(session).decisions(
-        plan_name=plan_name,
-        outcome=None,
-        principal=None,
-        since=None,
-        until=None,
-        limit=1,
-        offset=0,
-    )
-    if not rows:
+    last = GateRepository(session).last_decision(plan_name)
+    if last is None:
         return None
-    decision_id, stored_input = rows[0][0].id, rows[0][0].input
+    decision_id, stored_input = last
     stored = json.loads(stored_input or "{}").get("recomputation", {}).get("calibration")
     if not isinstance(stored, dict):
         return decision_id, None  # decided before calibration was part of the input, or an error
@@ -219,6 +222,47 @@ def _context_feeds(session: Session, context: PlanContext) -> Feeds:
     pins = repo.refs(ids)
     ids |= {target for targets in pins.values() for target in targets.values()}
     return Feeds(record_ids=frozenset(ids), every_waiver=True)
+
+
+def _sized_fresh(
+    database: Database,
+    guard: Guard,
+    plan_ref: str,
+    principal: str,
+    moment: datetime,
+    limits: StalenessThresholds,
+) -> tuple[Sized, tuple[str, CalibrationInput | None] | None]:
+    """The plan recomputed and stored (no stored recomputation fits its inputs), and its
+    last decision; the plan's rows verified before the planner runs, the recomputation
+    and the last decision after it is stored."""
+
+    def verify_context(context: PlanContext) -> None:
+        # Nothing is appended to a registry whose records, staleness, withdrawals or
+        # waivers were tampered with.
+        with database.reading() as session:
+            feeds = _context_feeds(session, context)
+        guard.check_feeds(database, feeds)
+
+    sized = size_plan(
+        database,
+        plan_ref=plan_ref,
+        principal=principal,
+        now=moment,
+        limits=limits,
+        verify=verify_context,
+    )
+    with database.reading() as session:
+        last = _previous_decision(session, sized.context.plan.name)
+    guard.check_feeds(
+        database,
+        Feeds(
+            record_ids=frozenset(),
+            decision_ids=frozenset([last[0]] if last else []),
+            recomputation_ids=frozenset([sized.row_id]),
+            every_waiver=False,
+        ),
+    )
+    return sized, last
 
 
 def check(
@@ -250,46 +294,46 @@ def check(
     """
     moment = now or datetime.now(UTC)
     guard = guard_for(database)
+    failure: Exception | None = None
+    # Everything the decision reads, in one session: the integrity check below verifies
+    # it (and the whole registry) before anything is decided or stored.
     with database.reading() as session:
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
-    # The whole registry, not only this plan's rows: one flipped decision of another
-    # plan quarantines every check (registry.audit.quarantine).
-    guard.check_registry(database, sweep=sweep)
-    with database.reading() as session:
-        # Before any work: a bundle other than the approved release decides nothing
-        # (its rows are verified with the decision's other feeds below).
-        in_force = release_for_decision(
-            session, engine_revision=engine.revision, pinned=policy_release
+        try:
+            # A bundle other than the approved release decides nothing (its rows are
+            # verified with the decision's other feeds below).
+            in_force = release_for_decision(
+                session, engine_revision=engine.revision, pinned=policy_release
+            )
+            context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
+            last = _previous_decision(session, context.plan.name) if sized else None
+            feeds = _context_feeds(session, context) if sized else None
+        except Exception as exc:
+            failure = exc
+    if failure is not None:
+        # A quarantined registry says so whatever else failed (a plan deleted in SQL is
+        # a quarantine, not a 404; a record edited in place, not only its own error).
+        guard.check_registry(database, sweep=sweep)
+        raise failure
+    if sized is None or feeds is None:
+        # The planner must run: the registry and this plan's rows are verified before
+        # it runs or its result is stored, as `size_plan` promises its `verify`.
+        guard.check_registry(database, sweep=sweep)
+        sized, last = _sized_fresh(database, guard, plan_ref, principal, moment, limits)
+    else:
+        # The stored recomputation is reused: the whole registry (the quarantine) and
+        # every row the decision rests on, in one snapshot and one walk of the chain.
+        guard.check_decision(
+            database,
+            Feeds(
+                record_ids=feeds.record_ids,
+                decision_ids=frozenset([last[0]] if last else []),
+                recomputation_ids=frozenset([sized.row_id]),
+                every_waiver=True,
+            ),
+            sweep=sweep,
         )
-
-    def verify_context(context: PlanContext) -> None:
-        # Before the planner runs or its result is stored: nothing is appended to a
-        # registry whose records, staleness, withdrawals or waivers were tampered with.
-        with database.reading() as session:
-            feeds = _context_feeds(session, context)
-        guard.check_feeds(database, feeds)
-
-    sized = size_plan(
-        database,
-        plan_ref=plan_ref,
-        principal=principal,
-        now=moment,
-        limits=limits,
-        verify=verify_context,
-    )
     context = sized.context
-    with database.reading() as session:
-        last = _previous_decision(session, context.plan.name)
-    # The recomputation used and the decision whose calibration is reused.
-    guard.check_feeds(
-        database,
-        Feeds(
-            record_ids=frozenset(),
-            decision_ids=frozenset([last[0]] if last else []),
-            recomputation_ids=frozenset([sized.row_id]),
-            every_waiver=False,
-        ),
-    )
     previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}
     violations: list[dict[str, Any]] = []
@@ -336,29 +380,60 @@ def check(
 
     stored_input = dict(document, recomputation_digest=sized.view.digest) if document else {}
 
-    def store(ctx: WriteContext) -> DecisionRow:
-        guard.check_append(ctx.session)  # never extend a chain that does not verify
-        row = DecisionRow(
-            id=str(uuid.uuid4()),
+    def decision_row() -> DecisionRow:
+        return DecisionRow(
+            id=decision_id,
             plan_record_id=context.plan_row_id,
             plan_name=context.plan_view.name,
             outcome=outcome.value,
             engine=engine.name,
             bundle_revision=revision,
             policy_release=in_force.release,
-            input_digest=content_digest(document) if document else "none",
-            input=canonical_json(stored_input),
+            input_digest=input_digest,
+            input=input_text,
             violations=canonical_json(violations),
             waivers=canonical_json(waived),
             warnings=canonical_json(warnings),
             error=error,
-            principal=ctx.principal,
-            created_at=ctx.now,
+            principal=principal,
+            created_at=moment,
         )
+
+    # Serialised, viewed and signed before the write: the registry's write lock (every
+    # writer queues on it) is held for the chain check, the inserts and the commit only.
+    decision_id = str(uuid.uuid4())
+    input_digest = content_digest(document) if document else "none"
+    input_text = canonical_json(stored_input)
+    current = revision if revision != "unknown" else None
+    plan_version = context.plan_view.version
+    view = _view_of(decision_row(), context.plan_view.name, plan_version, current)
+    signed = signed_attestation(
+        _view_of(decision_row(), context.plan_view.name, plan_version, None),
+        context.plan_view.digest,
+        planner_version=planner_version_of(stored_input),
+        key=signing_key(),
+        at=as_utc(moment),
+    )
+
+    def store(ctx: WriteContext) -> DecisionView:
+        guard.check_append(ctx.session)  # never extend a chain that does not verify
+        row = decision_row()
         GateRepository(ctx.session).add(row)
         settle(ctx.session, row)
-        # The decision as a signed in-toto statement, in the same transaction.
-        attest_stored_decision(ctx.session, row)
+        # The decision as a signed in-toto statement, in the same transaction. Signed
+        # above on the instant handed to the database; should the row read back keep
+        # another, it is signed again on what is stored.
+        if as_utc(row.created_at) == view.created_at:
+            ctx.session.add(
+                DecisionAttestationRow(
+                    decision_id=signed.decision_id,
+                    key_id=signed.key_id,
+                    envelope=signed.envelope,
+                    created_at=signed.created_at,
+                )
+            )
+        else:
+            attest_stored_decision(ctx.session, row)
         ctx.record_event(
             "gate.check",
             {
@@ -372,13 +447,9 @@ def check(
                 ROWS_KEY: [decision_entry(row)],
             },
         )
-        return row
+        return _view_of(row, context.plan_view.name, plan_version, current)
 
-    row = database.write(store, principal=principal, now=lambda: moment)
-    with database.reading() as session:
-        plan_row = session.get(RecordRow, context.plan_row_id)
-        assert plan_row is not None  # written above in the same registry
-        return _to_view(row, plan_row, revision if revision != "unknown" else None)
+    return database.write(store, principal=principal, now=lambda: moment)
 
 
 def get_decision(

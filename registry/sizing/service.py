@@ -143,6 +143,26 @@ def recompute_cached(context: PlanContext, calibration: str, seed: int) -> PlanR
     return result
 
 
+def read_plan(
+    session: Session,
+    *,
+    plan_ref: str,
+    now: datetime,
+    limits: StalenessThresholds,
+    seed: int = DEFAULT_SEED,
+) -> tuple[PlanContext, Sized | None]:
+    """The plan's context and its stored recomputation when its inputs are unchanged
+    (None: `size_plan` would compute one), read in the caller's session."""
+    context = load_plan_context(session, plan_ref=plan_ref, now=now, limits=limits)
+    existing = GateRepository(session).recomputation(
+        context.plan_row_id, inputs_key(context), PLANNER_VERSION, calibration_key(context), seed
+    )
+    if existing is None:
+        return context, None
+    view = _view(existing, context.plan_view.ref)
+    return context, Sized(context=context, view=view, row_id=existing.id)
+
+
 def size_plan(
     database: Database,
     *,
@@ -158,20 +178,14 @@ def size_plan(
     `verify` sees the plan's context once it is read, before anything is computed or
     stored (the gate's integrity check: a tampered registry gets no new recomputation).
     """
-    found: tuple[RecomputationView, int] | None = None
     with database.reading() as session:
-        context = load_plan_context(session, plan_ref=plan_ref, now=now, limits=limits)
-        key = calibration_key(context)
-        inputs = inputs_key(context)
-        existing = GateRepository(session).recomputation(
-            context.plan_row_id, inputs, PLANNER_VERSION, key, seed
-        )
-        if existing is not None:
-            found = _view(existing, context.plan_view.ref), existing.id
+        context, found = read_plan(session, plan_ref=plan_ref, now=now, limits=limits, seed=seed)
     if verify is not None:
         verify(context)
     if found is not None:
-        return Sized(context=context, view=found[0], row_id=found[1])
+        return found
+    key = calibration_key(context)
+    inputs = inputs_key(context)
 
     result = recompute_cached(context, key, seed)
     payload = result.model_dump(mode="json")

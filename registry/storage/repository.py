@@ -248,6 +248,17 @@ class GateRepository:
     def decision(self, decision_id: str) -> DecisionRow | None:
         return self.session.get(DecisionRow, decision_id)
 
+    def last_decision(self, plan_name: str) -> tuple[str, str] | None:
+        """(id, input) of the plan's newest decision, any version: the order and index
+        `decisions` pages by, one row."""
+        found = self.session.execute(
+            select(DecisionRow.id, DecisionRow.input)
+            .where(DecisionRow.plan_name == plan_name)
+            .order_by(DecisionRow.created_at.desc(), DecisionRow.id.desc())
+            .limit(1)
+        ).first()
+        return None if found is None else (found[0], found[1])
+
     def decisions(
         self,
         *,
@@ -541,14 +552,20 @@ class IntegrityRepository:
         by_kind: dict[str, set[str]] = {}
         for kind, name in series:
             by_kind.setdefault(kind, set()).add(name)
+        # Several series in one statement, up to IN_CHUNK names: a gate check's five or
+        # so series are one round trip, not one per kind.
+        pairs = [
+            (kind, chunk) for kind, names in sorted(by_kind.items()) for chunk in _chunks(names)
+        ]
         out: list[Any] = []
-        for kind, names in sorted(by_kind.items()):
-            for chunk in _chunks(names):
-                out += self.session.execute(
-                    select(*_RECORD_COLUMNS).where(
-                        RecordRow.kind == kind, RecordRow.name.in_(chunk)
-                    )
-                ).all()
+        batch: list[tuple[str, list[Any]]] = []
+        for index, pair in enumerate(pairs):
+            batch.append(pair)
+            last = index == len(pairs) - 1
+            if last or sum(len(c) for _, c in batch) + len(pairs[index + 1][1]) > IN_CHUNK:
+                where = or_(*(and_(RecordRow.kind == k, RecordRow.name.in_(c)) for k, c in batch))
+                out += self.session.execute(select(*_RECORD_COLUMNS).where(where)).all()
+                batch = []
         return out
 
     def series_names(self, kind: str) -> set[str]:
