@@ -37,10 +37,10 @@ from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
 from registry.gate.assemble import gate_input
 from registry.gate.context import PlanContext
-from registry.gate.input_document import CalibrationInput, ManifestsInput
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.keys import signing_key
+from registry.policy.input_document import CalibrationInput, ManifestsInput
 from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
