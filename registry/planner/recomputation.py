@@ -11,6 +11,7 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.planner.backends import unmodelled_backend
 from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.claims import check_claims
+from registry.planner.class_prediction import MAX_SHED_RATE
 from registry.planner.context_fit import context_fit as fit_context
 from registry.planner.memory import hybrid_manager, kv_groups
 from registry.planner.model_shape import resolve_model
@@ -32,7 +33,7 @@ from registry.planner.scenarios import (
     memory_summary,
     scenario,
 )
-from registry.planner.search import MAX_SHED_RATE, Evaluator
+from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
 from registry.planner.tp_choice import equal_gpu_comparison, tp_candidates, worst
 from registry.planner.uncertainty import uncertainty, with_intervals

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from registry.planner.class_prediction import Evaluation
 from registry.planner.kv_need import p99_kv_tokens
 from registry.planner.memory import KVGroups, MemoryFit
 from registry.planner.result import (
@@ -13,7 +14,6 @@ from registry.planner.result import (
     Scenario,
 )
 from registry.planner.sampling import draw_lengths
-from registry.planner.search import Evaluation
 from registry.records.workload import WorkloadProfile
 
 # Requests drawn per class to estimate the mean and spread of its context; seeded.

@@ -45,28 +45,29 @@ with the next lower one failing.
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
-from numpy.typing import NDArray
 
-from registry.errors import InvalidInput
+from registry.planner.budget import BUDGET_ENV, PlannerBudgetExceeded, budget_s
+from registry.planner.class_prediction import (
+    MAX_SHED_RATE,
+    Evaluation,
+    predict_classes,
+    served_mean,
+)
 from registry.planner.efficiency import frontend_time
+from registry.planner.fleet_arrivals import FleetArrivals
 from registry.planner.memory import MemoryFit, hybrid_manager, kv_groups, memory_fit
 from registry.planner.model_shape import ModelShape
 from registry.planner.progress import Progress, current
-from registry.planner.result import ClassPrediction
-from registry.planner.sampling import ClassStream, draw_class, gamma_gaps, p99_of
+from registry.planner.sampling import ClassStream, draw_class, p99_of
 from registry.planner.simulator import (
     UNBOUNDED_ATTEMPTS,
     ClassLoad,
     EngineSpec,
     RetrySpec,
-    SimResult,
-    percentile,
     simulate,
 )
 from registry.planner.step_time import Efficiency, StepModel
@@ -75,39 +76,15 @@ from registry.records.plan import MAX_PLAN_REPLICAS, CapacityPlan, SchedulingPol
 from registry.records.provider import ProviderProfile
 from registry.records.workload import TrafficClass, WorkloadProfile
 
-# The queue-deadline objective is a p99 too: at most 1% of a class's requests may be shed.
-MAX_SHED_RATE = 0.01
-
 # Fleet-scale reduction (see the module docstring): at most this many replicas are
 # simulated, each with about this many requests, and never fewer than MIN_REQUESTS in all.
 FLEET_GROUP = 8
 REQUESTS_PER_REPLICA = 1000
 MIN_REQUESTS = 4000
-# Wall time one evaluator (one recomputation or calibration) may spend simulating: the
-# largest plan the schema accepts takes about 11 s on 2 cores, so this only stops work
-# that something else failed to bound. CAPGATE_PLANNER_BUDGET_S overrides it.
-BUDGET_ENV = "CAPGATE_PLANNER_BUDGET_S"
-DEFAULT_BUDGET_S = 300.0
-
-
-class PlannerBudgetExceeded(InvalidInput):
-    """The recomputation ran past its wall-time budget: a 422 / exit 2, never a hang."""
-
-
-def _budget_s() -> float:
-    text = os.environ.get(BUDGET_ENV)
-    try:
-        value = float(text) if text else DEFAULT_BUDGET_S
-    except ValueError:
-        value = DEFAULT_BUDGET_S
-    return value if value > 0 else DEFAULT_BUDGET_S
 
 
 # The largest fleet the replica-count search considers.
 MAX_REPLICAS = MAX_PLAN_REPLICAS  # the search never simulates a fleet no plan may hold
-# Fleet arrivals beyond the pre-drawn stream are drawn in blocks, each from a generator of
-# its own (seed, class, block), so the stream does not depend on the order of runs.
-_BLOCK = 1 << 16
 
 
 def p99_context(cls: TrafficClass, max_model_len: int) -> int:
@@ -125,133 +102,6 @@ def retry_spec(plan: CapacityPlan) -> RetrySpec:
         jitter=r.jitter,
         budget_ratio=r.retry_budget_ratio,
     )
-
-
-@dataclass
-class Evaluation:
-    sim: SimResult
-    per_class: dict[str, ClassPrediction]
-    slo_met: bool
-    violations: list[str]
-    # Replicas actually simulated: ``sim.replicas`` (the fleet) or fewer (FLEET_GROUP).
-    simulated_replicas: int = 0
-
-
-class _FleetArrivals:
-    """One class's arrival stream as the whole fleet receives it, at unit rate.
-
-    It starts with the evaluator's pre-drawn stream (so an unthinned run is exactly the
-    plain simulation) and is extended on demand by independently seeded blocks. Each fleet
-    arrival carries a uniform that decides, with the same number for every fleet size,
-    whether it falls in the simulated group.
-    """
-
-    def __init__(self, base: ClassStream, cv: float, seed: int, index: int) -> None:
-        self.base = base
-        self.cv = cv
-        self.seed = seed
-        self.index = index
-        self.times = base.unit_times
-        self.keep_u = np.empty(0)
-        self._blocks = 0
-        self._u_blocks = 0
-
-    def _extend_times(self, n: int) -> None:
-        while len(self.times) < n:
-            rng = np.random.default_rng([self.seed, self.index, self._blocks, 0])
-            gaps = gamma_gaps(self.cv, _BLOCK, rng)
-            self.times = np.concatenate([self.times, self.times[-1] + np.cumsum(gaps)])
-            self._blocks += 1
-
-    def _extend_uniforms(self, n: int) -> None:
-        parts = [self.keep_u]
-        have = len(self.keep_u)
-        while have < n:
-            rng = np.random.default_rng([self.seed, self.index, self._u_blocks, 1])
-            parts.append(rng.random(_BLOCK))
-            have += _BLOCK
-            self._u_blocks += 1
-        self.keep_u = np.concatenate(parts)
-
-    def group(self, share: float, n: int) -> ClassStream:
-        """The first ``n`` arrivals falling to a group holding ``share`` of the fleet."""
-        base = self.base
-        n = min(n, len(base.prompt))
-        if share >= 1.0:
-            return base.head(n)
-        need = int(n / share * 1.1) + 64
-        while True:
-            self._extend_uniforms(need)
-            kept = np.flatnonzero(self.keep_u[:need] < share)
-            if len(kept) >= n:
-                break
-            need *= 2
-        kept = kept[:n]
-        self._extend_times(int(kept[-1]) + 1)
-        # Kept arrivals stay at their fleet times: in unit time of the group's own rate
-        # (share x the fleet's) that is fleet unit time x share.
-        return base.head(n, unit_times=self.times[kept] * share)
-
-
-def _served_mean(stream: ClassStream, lengths: NDArray[np.int64]) -> float:
-    """Mean of ``lengths`` over the requests the engine serves (not the rejected ones)."""
-    served = lengths[~stream.rejected]
-    return float(np.mean(served)) if len(served) else 0.0
-
-
-def _ms(v: float | None) -> float | None:
-    return None if v is None else round(v * 1e3, 3)
-
-
-def predict_classes(
-    sim: SimResult, workload: WorkloadProfile, deadlines_s: Mapping[str, float]
-) -> tuple[dict[str, ClassPrediction], bool, list[str]]:
-    out: dict[str, ClassPrediction] = {}
-    all_violations: list[str] = []
-    for cls in workload.classes:
-        st = sim.per_class[cls.name]
-        slo = cls.slo
-        pred = {
-            f"{m}_p{q}_ms": _ms(percentile(getattr(st, m), q))
-            for m in ("ttft", "tpot", "e2e")
-            for q in (50, 90, 99)
-        }
-        queue99 = _ms(percentile(st.queue, 99))
-        v: list[str] = []
-        if st.completed == 0:
-            v.append(f"{cls.name}: no request completed in the simulated window")
-        for key, limit in (
-            ("ttft_p99_ms", slo.ttft_p99_ms),
-            ("tpot_p99_ms", slo.tpot_p99_ms),
-            ("e2e_p99_ms", slo.e2e_p99_ms),
-        ):
-            value = pred[key]
-            if value is not None and value > limit:
-                v.append(f"{cls.name}: {key} {value:.0f} ms exceeds the SLO {limit:g} ms")
-        if st.shed_rate > MAX_SHED_RATE:
-            v.append(
-                f"{cls.name}: {st.shed_rate:.1%} of requests shed after the "
-                f"{deadlines_s[cls.name] * 1e3:g} ms queue deadline (at most 1% may be)"
-            )
-        if queue99 is not None and queue99 > slo.queue_deadline_ms:
-            v.append(
-                f"{cls.name}: queue_p99_ms {queue99:.0f} exceeds the queue deadline "
-                f"{slo.queue_deadline_ms:g} ms"
-            )
-        out[cls.name] = ClassPrediction(
-            requests=st.requests,
-            completed=st.completed,
-            cancelled=st.cancelled,
-            shed=st.shed,
-            retries=st.retries,
-            shed_rate=round(st.shed_rate, 5),
-            queue_p99_ms=queue99,
-            slo_met=not v,
-            violations=v,
-            **pred,
-        )
-        all_violations.extend(v)
-    return out, not all_violations, all_violations
 
 
 class Evaluator:
@@ -309,10 +159,10 @@ class Evaluator:
         self.per_replica = per_replica
         self.min_requests = min_requests
         self.progress = progress if progress is not None else current()
-        self.budget_s = _budget_s()
+        self.budget_s = budget_s()
         self._deadline = time.monotonic() + self.budget_s
         self._fleet = {
-            cls.name: _FleetArrivals(self.streams[cls.name], cls.arrival.interarrival_cv, seed, i)
+            cls.name: FleetArrivals(self.streams[cls.name], cls.arrival.interarrival_cv, seed, i)
             for i, cls in enumerate(workload.classes)
         }
         self.p99_ctx = {c.name: p99_context(c, serving.max_model_len) for c in workload.classes}
@@ -467,13 +317,13 @@ class Evaluator:
         tot = self.peak_rps
         # Rejected requests (longer than max_model_len) never reach the engine.
         mean_prompt = sum(
-            _served_mean(self.streams[c.name], self.streams[c.name].prompt)
+            served_mean(self.streams[c.name], self.streams[c.name].prompt)
             * c.arrival.peak_rps
             / tot
             for c in self.workload.classes
         )
         mean_out = sum(
-            _served_mean(self.streams[c.name], self.streams[c.name].output)
+            served_mean(self.streams[c.name], self.streams[c.name].output)
             * c.arrival.peak_rps
             / tot
             for c in self.workload.classes

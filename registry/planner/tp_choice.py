@@ -3,13 +3,14 @@ comparison of the plan's TP with TP=1 on the same GPUs."""
 
 from __future__ import annotations
 
+from registry.planner.class_prediction import Evaluation
 from registry.planner.result import (
     TPOption,
 )
 from registry.planner.scenarios import (
     in_service_per_replica,
 )
-from registry.planner.search import Evaluation, Evaluator
+from registry.planner.search import Evaluator
 
 
 def worst(ev: Evaluation, key: str) -> float | None:
