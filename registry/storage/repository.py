@@ -12,6 +12,7 @@ from sqlalchemy.orm.util import AliasedClass
 
 from registry.storage.keyset import before as keyset_before
 from registry.storage.keyset import bound
+from registry.storage.keyset import upper_bound as keyset_upper_bound
 from registry.storage.models import (
     Base,
     DecisionRow,
@@ -284,13 +285,17 @@ class GateRepository:
             query = query.where(DecisionRow.principal == principal)
         if since is not None:
             query = query.where(DecisionRow.created_at >= bound("since", since))
-        if until is not None:
-            query = query.where(DecisionRow.created_at < bound("until", until))
+        before = bound("until", until) if until is not None else None
         total = None
         if count:
+            counted = query if before is None else query.where(DecisionRow.created_at < before)
             total = int(
-                self.session.scalar(select(func.count()).select_from(query.subquery())) or 0
+                self.session.scalar(select(func.count()).select_from(counted.subquery())) or 0
             )
+        # One upper bound, so that the index range ends where the page starts.
+        before, after = keyset_upper_bound(before, after)
+        if before is not None:
+            query = query.where(DecisionRow.created_at < before)
         if after is not None:
             query = query.where(keyset_before(DecisionRow.created_at, DecisionRow.id, after))
         decisions = list(
