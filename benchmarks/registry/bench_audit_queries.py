@@ -11,8 +11,8 @@ with skewed plans, outcomes and principals (one hot plan, one release bot asking
 the time, errors rare), each carrying a real ~7 KB gate input document (the listing
 re-hashes every input it returns); audit events with skewed actions and principals.
 The events are not a valid hash chain: the listing does not walk the chain (`audit
-verify` does, and is measured elsewhere). PostgreSQL is ANALYZEd after the load, as
-autovacuum would; SQLite keeps the planner statistics its migrations wrote, as a
+verify` does, and is measured elsewhere). PostgreSQL is VACUUM ANALYZEd after the load,
+as autovacuum would; SQLite keeps the planner statistics its migrations wrote, as a
 user's registry does (nothing in capgate runs ANALYZE).
 
 Each combination (filters x first page or a later one by cursor) is queried `--repeat`
@@ -178,13 +178,22 @@ def load(engine: Engine, rows: int, seed: int) -> None:
     with engine.begin() as connection:
         for index in indexes:
             index.create(connection)
-        if engine.dialect.name == "postgresql":
-            connection.execute(text("ANALYZE"))
-        elif statistics:
+        if statistics:
             connection.execute(
                 text("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (:tbl, :idx, :stat)"),
                 statistics,
             )
+
+
+def settle(engine: Engine) -> None:
+    """PostgreSQL: VACUUM ANALYZE the loaded tables, as autovacuum does after a large
+    insert, so that the measurement is neither sharing the machine with it nor reading
+    a heap without a visibility map (a count could then not be answered from an index)."""
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        for table in ("records", "decisions", "audit_events"):
+            connection.execute(text(f"VACUUM (ANALYZE) {table}"))
 
 
 def planner_statistics(connection: Connection) -> list[dict[str, str]]:
@@ -549,6 +558,8 @@ def main() -> None:
                 began = time.perf_counter()
                 engine = create_engine(url)
                 load(engine, args.rows, args.seed)
+                progress(f"{backend}: vacuuming")
+                settle(engine)
                 engine.dispose()
                 progress(f"{backend}: loaded in {time.perf_counter() - began:.0f} s")
             if args.load_only:
