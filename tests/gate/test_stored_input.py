@@ -59,3 +59,5 @@ def test_what_orjson_reads_otherwise_reads_back_as_json_reads_it() -> None:
     altered.input = altered.input.replace(str(2**70), str(2**70 + 1))
     with pytest.raises(Tampered):
         stored_input(altered)
+    spaced = '{"tokens": [ 1180591620717411303424], "recomputation_digest": "' + DIGEST + '"}'
+    assert stored_input(row({"tokens": [2**70]}, text=spaced))["tokens"] == [2**70]
