@@ -109,7 +109,7 @@ def stored_input(row: DecisionRow) -> dict[str, Any]:
 
 
 def _parsed(text: str) -> Any:
-    """JSON text parsed by orjson, about 3x faster than json on a 7 KB gate input (a
+    """JSON text parsed by orjson, 2-3x faster than json on a 7 KB gate input (a
     third of the time a listed page took, capgate issue 29), where that reads the same:
     orjson turns an integer beyond 64 bits into a float and refuses NaN, so a text with
     a number of 19 digits or more, or one orjson refuses, is read by json as before."""
