@@ -78,8 +78,7 @@ def list_events(
     query = select(AuditEventRow)
     if since is not None:
         query = query.where(AuditEventRow.at >= keyset.bound("since", since))
-    if until is not None:
-        query = query.where(AuditEventRow.at < keyset.bound("until", until))
+    before = keyset.bound("until", until) if until is not None else None
     if seq is not None:
         query = query.where(AuditEventRow.seq == seq)
     if action is not None:
@@ -88,9 +87,13 @@ def list_events(
         query = query.where(AuditEventRow.principal == principal)
     counted = None
     if total:
-        counted = int(session.scalar(select(func.count()).select_from(query.subquery())) or 0)
-    if cursor:
-        position = keyset.decode(cursor, int)
+        whole = query if before is None else query.where(AuditEventRow.at < before)
+        counted = int(session.scalar(select(func.count()).select_from(whole.subquery())) or 0)
+    # One upper bound, so that the index range ends where the page starts.
+    before, position = keyset.upper_bound(before, keyset.decode(cursor, int) if cursor else None)
+    if before is not None:
+        query = query.where(AuditEventRow.at < before)
+    if position is not None:
         query = query.where(keyset.before(AuditEventRow.at, AuditEventRow.seq, position))
     rows = list(
         session.scalars(

@@ -21,6 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
@@ -49,7 +50,7 @@ from registry.staleness.rules import StalenessThresholds
 from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
 from registry.storage.models import DecisionAttestationRow, DecisionRow, RecordRow
-from registry.storage.repository import GateRepository, IntegrityRepository
+from registry.storage.repository import GateRepository, IntegrityRepository, PlanVersion
 
 if TYPE_CHECKING:
     from registry.manifests.consistency import StatedManifests
@@ -96,7 +97,7 @@ def _violation_dicts(decision: EngineDecision) -> list[dict[str, Any]]:
 def stored_input(row: DecisionRow) -> dict[str, Any]:
     """The decision's input document, re-hashed against the input digest it was decided
     on (the stored input also carries the recomputation's digest, outside the digest)."""
-    stored: dict[str, Any] = json.loads(row.input)
+    stored: dict[str, Any] = _parsed(row.input)
     if row.input_digest == "none":
         return stored
     if sha256_digest(_document_text(row.input, stored).encode()) == row.input_digest:
@@ -110,6 +111,24 @@ def stored_input(row: DecisionRow) -> dict[str, Any]:
             details={"table": "decisions", "id": row.id},
         )
     return stored
+
+
+def _parsed(text: str) -> Any:
+    """JSON text parsed by orjson, 2-3x faster than json on a 7 KB gate input (a
+    third of the time a listed page took, capgate issue 29), where that reads the same:
+    orjson turns an integer beyond 64 bits into a float and refuses NaN, so a text with
+    a number of 19 digits or more, or one orjson refuses, is read by json as before."""
+    if _LONG_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
+# A number starts after ':', ',' or '['; looking for those first is what keeps the
+# search to microseconds on a 7 KB input full of hex digests.
+_LONG_NUMBER = re.compile(r"[:,\[]\s*-?[0-9]{19}")
 
 
 # Parametrised once: pydantic builds a class per subscription it has not cached.
@@ -131,7 +150,9 @@ def _document_text(text: str, stored: dict[str, Any]) -> str:
     return text
 
 
-def _to_view(row: DecisionRow, plan: RecordRow, current_revision: str | None) -> DecisionView:
+def _to_view(
+    row: DecisionRow, plan: RecordRow | PlanVersion, current_revision: str | None
+) -> DecisionView:
     return _view_of(row, plan.name, plan.version, current_revision)
 
 

@@ -79,6 +79,21 @@ def before(at_column: Any, key_column: Any, position: tuple[datetime, Any]) -> C
     return tuple_(at_column, key_column) < position
 
 
+def upper_bound(
+    until: datetime | None, position: tuple[datetime, Any] | None
+) -> tuple[datetime | None, tuple[datetime, Any] | None]:
+    """The tighter of `until` (instant < until) and a cursor's position (rows before
+    (instant, key)), the other dropped as implied: given both, SQLite ranges its index
+    scan on whichever it meets first and checks the other row by row, so a later page of
+    an `until` window read every row between the two bounds (356 ms at a million
+    decisions, capgate issue 29)."""
+    if until is None or position is None:
+        return until, position
+    if position[0] < until:
+        return None, position  # (at, key) < position implies at <= position's < until
+    return until, None  # at < until <= position's instant implies (at, key) < position
+
+
 def split(
     rows: Sequence[R], limit: int, position: Callable[[R], tuple[datetime, str | int]]
 ) -> tuple[list[R], str | None]:

@@ -58,6 +58,32 @@ def test_cursor_walks_every_item_once_newest_first(client: TestClient) -> None:
         assert instants == sorted(instants, reverse=True)
 
 
+def test_cursor_and_until_together_list_what_both_allow(client: TestClient) -> None:
+    """The listing keeps only the tighter of `until` and a cursor (issue 29: SQLite
+    ranges on one of them and filters the other): a page starting at any item's cursor,
+    inside the window or above it, is what both bounds allow, in order, and the count is
+    the window's, whatever the cursor."""
+    for path, key, filters in WALKS:
+        stamp = "at" if key == "seq" else "created_at"
+        everything = client.get(path, params={**filters, "limit": 500}).json()["items"]
+        until = everything[1][stamp]  # the newest one or two items are outside the window
+        window = [i for i in everything if i[stamp] < until]
+        cursors = [None] + [
+            client.get(path, params={**filters, "limit": n}).json()["next_cursor"]
+            for n in range(1, len(everything))
+        ]
+        for above, cursor in enumerate(cursors):
+            page = client.get(
+                path,
+                params={**filters, "until": until, "limit": 500, "total": "true"}
+                | ({"cursor": cursor} if cursor else {}),
+            ).json()
+            after = everything[above:]  # the items past this cursor
+            expected = [i[key] for i in after if i[stamp] < until]
+            assert [i[key] for i in page["items"]] == expected, (path, above)
+            assert page["total"] == len(window), (path, above)
+
+
 def test_total_is_counted_only_when_asked(client: TestClient) -> None:
     plain = client.get("/v1/decisions", params={"limit": 1}).json()
     counted = client.get("/v1/decisions", params={"limit": 1, "total": "true"}).json()

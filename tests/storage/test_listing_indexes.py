@@ -14,6 +14,7 @@ checked in the catalog on both databases."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,7 +32,8 @@ from registry.storage.keyset import encode
 
 SINCE, UNTIL = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 6, 1, tzinfo=UTC)
 CURSOR_EVENT = encode(UNTIL, 10)
-CURSOR_DECISION = encode(UNTIL, "6f1c7a52-3c1e-4a57-9d0c-0d2f5b7b1c11")
+CURSOR_DECISION_KEY = "6f1c7a52-3c1e-4a57-9d0c-0d2f5b7b1c11"
+CURSOR_DECISION = encode(UNTIL, CURSOR_DECISION_KEY)
 
 
 @contextmanager
@@ -204,3 +206,37 @@ def equality_columns(filters: dict[str, Any]) -> list[str]:
     if filters.get("plan"):
         columns.append("plan_record_id" if "@v" in filters["plan"] else "plan_name")
     return columns
+
+
+EARLIER = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("table", "lister", "cursor", "bound"),
+    [
+        ("decisions", list_decisions, encode(EARLIER, CURSOR_DECISION_KEY), "created_at"),
+        ("audit_events", list_events, encode(EARLIER, 10), "at"),
+    ],
+)
+def test_a_later_page_of_a_window_ranges_from_the_cursor(
+    database: Database, table: str, lister: Any, cursor: str, bound: str
+) -> None:
+    """With `until` and a cursor inside the window, the index range starts at the cursor,
+    not at `until` with the cursor checked row by row: SQLite ranges on one upper bound
+    only, and a deep page of a window read every row between the two (issue 29: 356 ms
+    at a million decisions). The listing keeps the tighter bound only."""
+    for filters in ({"until": UNTIL, "cursor": cursor}, {"cursor": cursor}):
+        with captured(database, table) as seen, database.reading() as session:
+            lister(session, limit=50, **filters)
+        statement, parameters = next(s for s in seen if "ORDER BY" in s[0])
+        with database.engine.connect() as connection:
+            plan = explain(connection, statement, parameters)
+        # The only upper bound in the statement is the cursor's row value...
+        assert f"{table}.{bound} <" not in statement, statement
+        # ...and the index range ends there (SQLite shows a range on an audit event's
+        # (at, seq) by its first column: seq is the rowid).
+        if database.engine.dialect.name == "sqlite":
+            key = "id" if table == "decisions" else "seq"
+            assert re.search(rf"\(({bound},{key})\)<\(\?,\?\)|\({bound}<\?\)", plan), plan
+        else:
+            assert "Index Cond: (ROW(" in plan or "AND (ROW(" in plan, plan
