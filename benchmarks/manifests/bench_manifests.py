@@ -57,6 +57,11 @@ COMPONENTS = 32
 DOCUMENTS = 8 + 6 * COMPONENTS  # the serving pool, then the other components
 TARGET_S = 1.0
 BLOCK = "manifests"
+# The table's header: tests/docs checks that the page's block has it.
+HEADER = (
+    "| documents | runs | without `--manifests` s "
+    "| with s | difference s | in-process read + compare s | target |"
+)
 ROLES = ("gateway", "router", "tokenizer", "redis", "auth", "metrics", "ui", "worker")
 EXTRA_KINDS = ("ServiceAccount", "NetworkPolicy", "Ingress", "CronJob", "Role", "Secret")
 
@@ -371,8 +376,7 @@ def main() -> None:
     met = "met" if difference < TARGET_S else "**not met**"
     table = "\n".join(
         [
-            "| documents | runs | without `--manifests` s | with s | difference s "
-            "| in-process read + compare s | target |",
+            HEADER,
             "|---|---|---|---|---|---|---|",
             f"| {documents} | {args.runs} | {medians['without']:.3f} | {medians['with']:.3f} "
             f"| {difference:.3f} | {medians['in_process']:.3f} | < {TARGET_S:g} s beyond the "

@@ -116,6 +116,8 @@ def bench_calibrated(repeats: int = 3) -> float:
 
 
 BLOCK = "planner-sim"
+# The table's header: tests/docs checks that the page's block has it.
+HEADER = "| case | result | target |"
 
 
 def main() -> None:
@@ -133,14 +135,17 @@ def main() -> None:
         peaks.append(peak)
         calibrated.append(bench_calibrated())
     each = ", ".join(f"{rate:,.0f}" for rate in rates)
+    rate, search = statistics.median(rates), statistics.median(searches)
+    rate_met = "met" if rate >= 50_000 else "**not met**"
+    search_met = "met" if search < 5 else "**not met**"
     table = "\n".join(
         [
-            "| case | result | target |",
+            HEADER,
             "|---|---|---|",
             f"| simulated requests per second of wall time, one 8B replica "
-            f"| {statistics.median(rates):,.0f} (runs: {each}) | >= 50,000 |",
+            f"| {rate:,.0f} (runs: {each}) | >= 50,000: {rate_met} |",
             f"| full sizing search of the worked example (no evidence) "
-            f"| {statistics.median(searches):.2f} s | < 5 s |",
+            f"| {search:.2f} s | < 5 s: {search_met} |",
             f"| the same with the example's evidence (calibrated on its load test) "
             f"| {statistics.median(calibrated):.2f} s | |",
             f"| peak memory of the search | {statistics.median(peaks) / 2**20:.1f} MiB traced, "
