@@ -6,6 +6,8 @@ replaces its block in docs/benchmarks.md with its table and one line saying how 
 measured (:class:`Measurement`); tests/docs/test_benchmark_blocks.py checks that every
 block of that page is registered in :data:`BLOCKS`, names the module that writes it, and
 holds a table and its measurement line.
+
+    python -m benchmarks.doc_blocks [NAME ...]   # run benchmarks with --write (default: all)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import platform
 import shlex
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -176,3 +179,27 @@ def publish(
     line = measurement.line(how, versions)
     replace_block(DOC, measurement.block, f"{markdown.strip()}\n\n{line}")
     print(f"wrote block {measurement.block!r} of {DOC.relative_to(ROOT)}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Run benchmarks with --write, one after another, to refill their blocks."
+    )
+    parser.add_argument("names", nargs="*", help=f"blocks (default: all of {', '.join(BLOCKS)})")
+    args = parser.parse_args()
+    unknown = [name for name in args.names if name not in BLOCKS]
+    if unknown:
+        parser.error(f"unknown block(s) {', '.join(unknown)}; known: {', '.join(BLOCKS)}")
+    failed = []
+    for name in args.names or list(BLOCKS):
+        print(f"{name}: python -m {BLOCKS[name]} --write", file=sys.stderr, flush=True)
+        # One process per benchmark, as a user runs it: no benchmark's imports or load
+        # falls on the next one.
+        if subprocess.run([sys.executable, "-m", BLOCKS[name], "--write"], check=False).returncode:
+            failed.append(name)
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)} (see their output above)")
+
+
+if __name__ == "__main__":
+    main()
