@@ -3,11 +3,13 @@ markers, and a file without them is refused rather than guessed at."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from benchmarks.doc_blocks import MEASURED, BlockError, Measurement, block, replace_block
+from benchmarks.doc_blocks import MEASURED, ROOT, BlockError, Measurement, block, replace_block
 
 PAGE = """# Page
 
@@ -105,3 +107,16 @@ def test_measurement_line_names_the_command_without_write_and_note() -> None:
 def test_measurement_of_an_unregistered_block_is_refused() -> None:
     with pytest.raises(BlockError, match="not registered"):
         Measurement("no-such-benchmark")
+
+
+def test_the_runner_refuses_an_unknown_block_before_running_anything() -> None:
+    answer = subprocess.run(
+        [sys.executable, "-m", "benchmarks.doc_blocks", "submissions", "no-such-block"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert answer.returncode == 2
+    assert "unknown block(s) no-such-block; known: submissions," in answer.stderr
+    assert "python -m benchmarks.registry.bench_submissions" not in answer.stderr
