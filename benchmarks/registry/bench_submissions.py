@@ -28,7 +28,8 @@ from typing import Any
 
 import httpx
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DBAPIError
 
 from benchmarks.doc_blocks import Measurement, add_write_flag, database_versions, publish
 from registry.records.documents import load_document
@@ -62,9 +63,23 @@ def postgres_database(admin_url: str) -> Iterator[str]:
         migrate.upgrade(url)
         yield url
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _drop(admin, name)
         admin.dispose()
+
+
+def _drop(admin: Engine, name: str) -> None:
+    """Drop the benchmark's database. Right after a bulk load an autovacuum worker may hold
+    it, which a role without pg_signal_backend cannot end (FORCE then fails): retry for a
+    while, then say what is left rather than lose the measurement."""
+    for attempt in range(10):
+        try:
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            return
+        except DBAPIError as exc:
+            error = exc
+            time.sleep(1 + attempt)
+    print(f"could not drop database {name} ({error.orig}); drop it by hand", file=sys.stderr)
 
 
 def chosen_databases(
