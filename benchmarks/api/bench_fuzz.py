@@ -7,7 +7,7 @@ markdown table on stdout, progress and every distinct failure on stderr; exits 1
 anything failed.
 
     source /tmp/envrc   # or export CAPGATE_TEST_POSTGRES_URL=postgresql+psycopg://...
-    .venv/bin/python -m benchmarks.api.bench_fuzz [--examples 300] [--backend sqlite]
+    .venv/bin/python -m benchmarks.api.bench_fuzz [--examples 300] [--backend sqlite] [--write]
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from importlib.metadata import version
 from pathlib import Path
 
+from benchmarks.doc_blocks import Measurement, add_write_flag, database_versions, publish
 from benchmarks.registry.bench_submissions import postgres_database, sqlite_database
 from tests.support.fuzz import FuzzReport, fuzz, fuzz_server, print_progress
 
@@ -38,6 +40,11 @@ def measure(backend: str, database: AbstractContextManager[str], examples: int) 
     return report
 
 
+BLOCK = "fuzz"
+# The table's header: tests/docs checks that the page's block has it.
+HEADER = "| backend | operations | cases | 5xx | conformance failures | distinct | wall s |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -49,7 +56,9 @@ def main() -> None:
     parser.add_argument(
         "--backend", choices=["sqlite", "postgresql"], action="append", help="default: both"
     )
+    add_write_flag(parser, BLOCK)
     args = parser.parse_args()
+    measurement = Measurement(BLOCK)
     wanted = args.backend or ["sqlite", "postgresql"]
     backends: list[tuple[str, AbstractContextManager[str]]] = []
     if "sqlite" in wanted:
@@ -61,13 +70,30 @@ def main() -> None:
         else:
             print_progress("CAPGATE_TEST_POSTGRES_URL not set: PostgreSQL skipped")
     reports = [measure(name, database, args.examples) for name, database in backends]
-    print(f"\nschemathesis, {args.examples} positive + {args.examples} negative per operation\n")
-    print("| backend | operations | cases | 5xx | conformance failures | distinct | wall s |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for r in reports:
-        print(
-            f"| {r.backend} | {r.operations} | {r.cases} | {r.server_errors} "
-            f"| {r.conformance_failures} | {len(r.findings)} | {r.seconds:.0f} |"
+    table = "\n".join(
+        [
+            f"Schemathesis, {args.examples} positive + {args.examples} negative cases per "
+            "operation:",
+            "",
+            HEADER,
+            "|---|---:|---:|---:|---:|---:|---:|",
+            *(
+                f"| {r.backend} | {r.operations} | {r.cases} | {r.server_errors} "
+                f"| {r.conformance_failures} | {len(r.findings)} | {r.seconds:.0f} |"
+                for r in reports
+            ),
+        ]
+    )
+    print(table)
+    if args.write:
+        publish(
+            measurement,
+            table,
+            "one run per database",
+            [
+                f"Schemathesis {version('schemathesis')}",
+                *database_versions(any(r.backend == "postgresql" for r in reports)),
+            ],
         )
     if any(r.findings for r in reports):
         sys.exit(1)

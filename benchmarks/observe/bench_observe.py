@@ -46,6 +46,7 @@ Progress on stderr; the header, tables and notes on stdout (markdown).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
@@ -56,7 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +67,7 @@ import httpx
 import yaml
 
 import tests.support.prometheus as generator
+from benchmarks.doc_blocks import Measurement, add_write_flag, publish
 from registry.observe.prometheus import Prometheus, step_for
 from registry.observe.read import CONCURRENT_QUERIES, HISTOGRAMS, Target, observe
 from registry.records.observation import Observation
@@ -447,6 +449,13 @@ def cell(query: str) -> str:
     return "`" + query.replace("|", "\\|") + "`"
 
 
+BLOCK = "observe"
+HEADER = (  # the first table's header (tests/docs checks the page has it)
+    "| observation | pods | step s | range points | queries | samples scanned "
+    "| median s | min s | max s | M samples/s |"
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=112, help="pods in all (half per class)")
@@ -457,7 +466,9 @@ def main() -> None:
     parser.add_argument("--file-budget-mb", type=float, default=1200.0, help="per shard file")
     parser.add_argument("--block", default="486h", help="promtool --max-block-duration")
     parser.add_argument("--slowest", type=int, default=8, help="queries listed")
+    add_write_flag(parser, BLOCK)
     args = parser.parse_args()
+    measurement = Measurement(BLOCK)
     if args.pods < 2 or args.pods % 2:
         sys.exit("--pods must be even (two classes) and at least 2")
     binaries = find_binaries()
@@ -523,23 +534,35 @@ def main() -> None:
     whole = measured[0]
     assert whole.observation is not None
     problems = check(whole.observation, built)
-    report(
-        args,
-        built,
-        measured,
-        loads=loads,
-        settle_s=settle_s,
-        blocks=(blocks_before, blocks_after, settled, int(compactions) - settled),
-        tsdb_bytes=tsdb_bytes,
-        series_in_tsdb=series_in_tsdb,
-        rss_kib={
-            "python": self_rss_kib,
-            "promtool": built.promtool_rss_kib,
-            "prometheus": server_rss_kib,
-        },
-        problems=problems,
-        version=version,
-    )
+    written = io.StringIO()
+    with redirect_stdout(written):
+        report(
+            args,
+            built,
+            measured,
+            loads=loads,
+            settle_s=settle_s,
+            blocks=(blocks_before, blocks_after, settled, int(compactions) - settled),
+            tsdb_bytes=tsdb_bytes,
+            series_in_tsdb=series_in_tsdb,
+            rss_kib={
+                "python": self_rss_kib,
+                "promtool": built.promtool_rss_kib,
+                "prometheus": server_rss_kib,
+            },
+            problems=problems,
+            version=version,
+        )
+    text = written.getvalue()
+    print(text, end="")
+    if args.write:
+        # The report's heading becomes the block's first line: the page has its own.
+        publish(
+            measurement,
+            text.replace("## ", "", 1),
+            f"median of {args.runs} rounds, windows interleaved",
+            [version],
+        )
     if problems or series_in_tsdb != built.series:
         sys.exit(1)
 
@@ -607,10 +630,7 @@ def report(
     for problem in problems:
         print(f"  - {problem}")
     print()
-    print(
-        "| observation | pods | step s | range points | queries | samples scanned "
-        "| median s | min s | max s | M samples/s |"
-    )
+    print(HEADER)
     print("|---|---|---|---|---|---|---|---|---|---|")
     for m in measured:
         scanned = sum(c.scanned or 0 for c in m.stats)

@@ -7,23 +7,24 @@ p50/p99 write latency, as a markdown table, on SQLite and (when
 CAPGATE_TEST_POSTGRES_URL names a role that may create databases) PostgreSQL.
 
     source /tmp/envrc   # or export CAPGATE_TEST_POSTGRES_URL=postgresql+psycopg://...
-    .venv/bin/python -m benchmarks.registry.bench_contention [--writers 32] [--rounds 3]
+    .venv/bin/python -m benchmarks.registry.bench_contention [--writers 32] [--rounds 3] \\
+        [--runs 3] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from benchmarks.registry.bench_submissions import EXAMPLE, postgres_database, sqlite_database
+from benchmarks.doc_blocks import Measurement, add_write_flag, database_versions, publish
+from benchmarks.registry.bench_submissions import EXAMPLE, chosen_databases
 from registry.audit.chain import verify_chain
 from registry.records import service
 from registry.records.documents import load_document, validate_record
@@ -80,7 +81,7 @@ def run_round(url: str, writers: int, series: str) -> tuple[int, list[float]]:
                 latencies.append(future.result())
             except Exception as exc:  # counted, not fatal: errors are what is measured
                 errors += 1
-                print(f"  error: {type(exc).__name__}: {exc}")
+                print(f"  error: {type(exc).__name__}: {exc}", file=sys.stderr)
     return errors, latencies
 
 
@@ -120,29 +121,53 @@ def measure(backend: str, url: str, writers: int, rounds: int) -> Outcome:
     )
 
 
+BLOCK = "contention"
+# The table's header: tests/docs checks that the page's block has it.
+HEADER = (
+    "| database | writes | errors | duplicate versions | gaps | audit chain | p50 ms | p99 ms |"
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writers", type=int, default=32, help="concurrent writers per series")
     parser.add_argument("--rounds", type=int, default=3, help="series written, one after another")
+    parser.add_argument("--runs", type=int, default=3, help="fresh registries; medians reported")
+    add_write_flag(parser, BLOCK)
     args = parser.parse_args()
-    backends: list[tuple[str, AbstractContextManager[str]]] = [("sqlite", sqlite_database())]
-    admin = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
-    if admin:
-        backends.append(("postgresql", postgres_database(admin)))
-    else:
-        print("CAPGATE_TEST_POSTGRES_URL not set: PostgreSQL skipped")
-    outcomes = []
-    for name, context in backends:
-        with context as url:
-            outcomes.append(measure(name, url, args.writers, args.rounds))
-    print(f"\n{args.writers} writers per series, {args.rounds} series, via Database.write\n")
-    print("| database | writes | errors | duplicates | gaps | audit chain | p50 ms | p99 ms |")
-    print("|---|---:|---:|---:|---:|---|---:|---:|")
-    for o in outcomes:
-        chain = "intact" if o.chain_ok else "BROKEN"
-        print(
-            f"| {o.backend} | {o.writes} | {o.errors} | {o.duplicates} | {o.gaps} | {chain} "
-            f"| {o.p50_ms:.1f} | {o.p99_ms:.1f} |"
+    measurement = Measurement(BLOCK)
+    backends = chosen_databases("both", lambda message: print(message, file=sys.stderr))
+    rows = []
+    for name, make in backends:
+        outcomes = []
+        for run_ in range(args.runs):
+            print(f"{name}: run {run_ + 1}/{args.runs}", file=sys.stderr)
+            with make() as url:
+                outcomes.append(measure(name, url, args.writers, args.rounds))
+        chain = "intact" if all(o.chain_ok for o in outcomes) else "BROKEN"
+        rows.append(
+            f"| {name} | {sum(o.writes for o in outcomes)} | {sum(o.errors for o in outcomes)} "
+            f"| {sum(o.duplicates for o in outcomes)} | {sum(o.gaps for o in outcomes)} "
+            f"| {chain} | {statistics.median(o.p50_ms for o in outcomes):.1f} "
+            f"| {statistics.median(o.p99_ms for o in outcomes):.1f} |"
+        )
+    table = "\n".join(
+        [
+            f"{args.writers} writers per series, {args.rounds} series per run, "
+            f"{args.runs} runs, via `Database.write`; counts are over all runs:",
+            "",
+            HEADER,
+            "|---|---:|---:|---:|---:|---|---:|---:|",
+            *rows,
+        ]
+    )
+    print(table)
+    if args.write:
+        publish(
+            measurement,
+            table,
+            f"latencies the median of {args.runs} runs' p50 and p99, each run on a fresh registry",
+            database_versions(any(name == "PostgreSQL" for name, _ in backends)),
         )
 
 
