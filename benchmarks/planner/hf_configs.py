@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.planner import profiles
 from registry.planner.catalog import find_accelerator
 from registry.records.provider import ProviderProfile
 
@@ -70,16 +71,7 @@ def provider(
                 "max_context_tokens": config["max_position_embeddings"],
                 **model,
             },
-            "accelerator": {
-                "name": a.name,
-                "memory_gib": a.memory_gib,
-                "memory_bandwidth_gb_s": a.memory_bandwidth_gb_s,
-                "dense_tflops": dict(a.dense_tflops),
-                "interconnect": {
-                    "kind": a.interconnect.value,
-                    "bandwidth_gb_s": a.interconnect_gb_s,
-                },
-            },
+            "accelerator": profiles.accelerator_doc(a),
             "runtime": {"name": "vllm", "version": "0.10.2"},
             "zones": ["z-a"],
             "warmup": {"basis": "assumed", "cold_start_to_ready_s": 240.0, "reason": "benchmark"},

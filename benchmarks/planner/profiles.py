@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.planner.catalog import find_accelerator, find_model
+from registry.planner.catalog import AcceleratorCard, find_accelerator, find_model
 from registry.records.plan import CapacityPlan
 from registry.records.provider import ProviderProfile
 from registry.records.workload import WorkloadProfile
+
+
+def accelerator_doc(a: AcceleratorCard) -> dict[str, Any]:
+    """A provider profile's accelerator section from a catalog card."""
+    return {
+        "name": a.name,
+        "memory_gib": a.memory_gib,
+        "memory_bandwidth_gb_s": a.memory_bandwidth_gb_s,
+        "dense_tflops": dict(a.dense_tflops),
+        "interconnect": {"kind": a.interconnect.value, "bandwidth_gb_s": a.interconnect_gb_s},
+    }
 
 
 def provider(model: str, accelerator: str, *, price: float | None = None) -> ProviderProfile:
@@ -28,16 +39,7 @@ def provider(model: str, accelerator: str, *, price: float | None = None) -> Pro
                 "active_params_b": m.active_params_b,
                 "max_context_tokens": m.max_context_tokens,
             },
-            "accelerator": {
-                "name": a.name,
-                "memory_gib": a.memory_gib,
-                "memory_bandwidth_gb_s": a.memory_bandwidth_gb_s,
-                "dense_tflops": dict(a.dense_tflops),
-                "interconnect": {
-                    "kind": a.interconnect.value,
-                    "bandwidth_gb_s": a.interconnect_gb_s,
-                },
-            },
+            "accelerator": accelerator_doc(a),
             "runtime": {"name": "vllm", "version": "0.10.2"},
             "zones": ["z-a", "z-b", "z-c"],
             "warmup": {"basis": "assumed", "cold_start_to_ready_s": 240.0, "reason": "benchmark"},
