@@ -31,7 +31,8 @@ from registry.attestation.store import (
 )
 from registry.audit.chain import as_utc
 from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
-from registry.audit.integrity import Feeds, Guard, guard_for
+from registry.audit.integrity.feeds import Feeds
+from registry.audit.integrity.guard import Guard, guard_for
 from registry.audit.rows import ROWS_KEY, decision_entry, settle
 from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
