@@ -17,7 +17,6 @@ from registry.gate.recomputation_input import recomputation_input
 from registry.gate.workload_input import workload_class_input
 from registry.planner.result import PlanRecomputation
 from registry.policy.input_document import (
-    CalibrationInput,
     DriftChangeInput,
     GateInput,
     ManifestDiscrepancyInput,
@@ -27,6 +26,7 @@ from registry.policy.input_document import (
     ProviderInput,
     WorkloadInput,
 )
+from registry.policy.input_recomputation import CalibrationInput
 from registry.staleness.rules import Change
 
 if TYPE_CHECKING:

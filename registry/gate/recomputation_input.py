@@ -14,7 +14,7 @@ from registry.errors import FieldProblem, InvalidInput
 from registry.gate.context import PlanContext
 from registry.gate.kv_tail import kv_scenarios
 from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
-from registry.policy.input_document import (
+from registry.policy.input_recomputation import (
     CalibrationChange,
     CalibrationInput,
     ClaimCheck,

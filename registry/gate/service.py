@@ -41,7 +41,8 @@ from registry.gate.context import PlanContext
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.keys import signing_key
-from registry.policy.input_document import CalibrationInput, ManifestsInput
+from registry.policy.input_document import ManifestsInput
+from registry.policy.input_recomputation import CalibrationInput
 from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage
