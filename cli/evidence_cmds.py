@@ -1,61 +1,35 @@
-"""`capgate evidence import|list [--stale]|history` and `capgate workload from-trace`."""
+"""`capgate evidence import|list [--stale]|history`: load tests into evidence, and its state."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.options import JsonOpt, ServerOpt, duration_s
+from cli.option_values import invalid_option, zoned_time
+from cli.options import JsonOpt, ServerOpt
 from cli.output import emit_json, emit_table
-from cli.profile_out import ProfileOutputOpt, ProfileSubmitOpt
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
-    from registry.errors import InvalidInput
     from registry.importers.service import ImportFile
     from registry.records.views import SubmitResult
-    from registry.records.workload import ClassSLO
 
 LimitOpt = Annotated[int, typer.Option("--limit", min=1, max=500, help="Page size.")]
 OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Items to skip.")]
 
 TOOL_CHOICES = ("auto", "vllm-bench", "guidellm", "inference-perf", "genai-perf", "aiperf")
 TOOL_ALIASES = {"vllm": "vllm-bench"}
-SLO_FIELDS = ("ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "queue_deadline_ms")
-
-
-def _invalid(message: str, *, loc: str = "", source: str | None = None) -> Exception:
-    from registry.errors import FieldProblem, InvalidInput
-
-    return InvalidInput(message, problems=[FieldProblem(loc, message)], source=source)
 
 
 def _tool(value: str) -> str:
     tool = TOOL_ALIASES.get(value.lower(), value.lower())
     if tool not in TOOL_CHOICES:
-        raise _invalid(
+        raise invalid_option(
             f"unknown tool {value!r}; expected one of {', '.join(TOOL_CHOICES)} (or vllm)",
             loc="--tool",
         )
     return tool
-
-
-def _time(value: str | None, *, option: str) -> datetime | None:
-    if value is None:
-        return None
-    from datetime import datetime
-
-    text = value.strip()
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise _invalid(f"{value!r} is not an ISO 8601 time", loc=option) from None
-    if parsed.tzinfo is None:
-        raise _invalid("needs a time zone, e.g. 2026-11-24T14:05:00Z", loc=option)
-    return parsed
 
 
 def _read(path: Path) -> bytes:
@@ -84,13 +58,13 @@ def _import_inputs(
     pairs = [c for c in classes if "=" in c]
     plain = [c for c in classes if "=" not in c]
     if pairs and (plain or files):
-        raise _invalid(
+        raise invalid_option(
             "give either result files with one --class NAME, or --class NAME=FILE for each "
             "class of a mixed test, not both",
             loc="--class",
         )
     if len(plain) > 1:
-        raise _invalid(
+        raise invalid_option(
             "one --class NAME applies to every file; for a mixed test give --class NAME=FILE "
             "per class",
             loc="--class",
@@ -100,11 +74,11 @@ def _import_inputs(
         for pair in pairs:
             name, _, path = pair.partition("=")
             if not name.strip() or not path.strip():
-                raise _invalid(f"{pair!r} is not NAME=FILE", loc="--class")
+                raise invalid_option(f"{pair!r} is not NAME=FILE", loc="--class")
             out.append(ImportFile(name=path, data=_read(Path(path)), traffic_class=name.strip()))
         return out, None, True
     if not files:
-        raise _invalid("give one or more result files, or --class NAME=FILE", loc="FILES")
+        raise invalid_option("give one or more result files, or --class NAME=FILE", loc="FILES")
     single = plain[0] if plain else None
     return [ImportFile(name=str(p), data=_read(p)) for p in files], single, False
 
@@ -112,31 +86,6 @@ def _import_inputs(
 def _submit_line(result: SubmitResult) -> str:
     state = "created" if result.created else "unchanged, existing version"
     return f"{result.record.ref}  {result.record.digest}  ({state})"
-
-
-# ---- evidence ------------------------------------------------------------------------------
-
-
-# The fitter's parameters a person gives as these flags: an error names the flag to use.
-_FIT_FLAGS = {
-    "trace_start": "--trace-start",
-    "class_by": "--class-by",
-    "window_s": "--window",
-    "assumed_service_time_s": "--assumed-service-time-s",
-    "hash_block_tokens": "--hash-block-tokens",
-    "prefix_cache_tokens": "--prefix-cache-tokens",
-}
-
-
-def _as_flags(exc: InvalidInput) -> InvalidInput:
-    from registry.errors import FieldProblem
-    from registry.errors import InvalidInput as Invalid
-
-    problems = [FieldProblem(_FIT_FLAGS.get(p.loc, p.loc), p.message) for p in exc.problems]
-    message = exc.message
-    for field, flag in _FIT_FLAGS.items():
-        message = message.replace(f"pass {field}", f"pass {flag}")
-    return Invalid(message, problems=problems, source=exc.source)
 
 
 def extend_evidence(group: typer.Typer) -> None:
@@ -260,7 +209,7 @@ def extend_evidence(group: typer.Typer) -> None:
         contents, traffic_class, mixed = _import_inputs(files or [], classes or [])
         if together and not mixed:
             if traffic_class is not None:
-                raise _invalid(
+                raise invalid_option(
                     "--together takes each file's class from the file; drop --class NAME or "
                     "give --class NAME=FILE per file",
                     loc="--together",
@@ -272,7 +221,7 @@ def extend_evidence(group: typer.Typer) -> None:
             tool=_tool(tool),
             plan=plan,
             traffic_class=traffic_class,
-            measured_at=_time(measured_at, option="--measured-at"),
+            measured_at=zoned_time(measured_at, option="--measured-at"),
             replicas=replicas,
             runtime=stated_runtime,
             name=name,
@@ -406,182 +355,3 @@ def extend_evidence(group: typer.Typer) -> None:
         for reason in view.reasons:
             if reason.startswith("measured "):
                 typer.echo(reason)
-
-
-# ---- workload from-trace -------------------------------------------------------------------
-
-
-def _slo_from_mapping(data: Any, *, source: str) -> ClassSLO | dict[str, ClassSLO]:
-    from pydantic import ValidationError
-
-    from registry.errors import InvalidInput
-    from registry.records.documents import problems_from
-    from registry.records.workload import ClassSLO
-
-    if not isinstance(data, dict) or not data:
-        raise _invalid("expected a mapping of SLO fields, or of class names to them", source=source)
-    single = set(data) <= set(SLO_FIELDS)
-    try:
-        if single:
-            return ClassSLO.model_validate(data)
-        return {str(name): ClassSLO.model_validate(slo) for name, slo in data.items()}
-    except ValidationError as exc:
-        raise InvalidInput("invalid SLO", problems=problems_from(exc), source=source) from None
-
-
-def _slo(slo_file: Path | None, flags: dict[str, float | None]) -> ClassSLO | dict[str, ClassSLO]:
-    given = {name: value for name, value in flags.items() if value is not None}
-    if slo_file is not None:
-        if given:
-            raise _invalid("give either --slo-file or the SLO options, not both", loc="--slo-file")
-        from registry.records.documents import load_document
-
-        return _slo_from_mapping(load_document(slo_file), source=str(slo_file))
-    missing = [f"--{name.replace('_', '-')}" for name in SLO_FIELDS if name not in given]
-    if missing:
-        raise _invalid(
-            f"SLOs cannot be measured from a trace: pass --slo-file, or {', '.join(missing)}",
-            loc="slo",
-        )
-    return _slo_from_mapping(given, source="SLO options")
-
-
-def _priorities(values: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for value in values:
-        name, sep, number = value.partition("=")
-        if not sep or not name.strip() or not number.strip().isdigit():
-            raise _invalid(f"{value!r} is not CLASS=N (N >= 0)", loc="--priority")
-        out[name.strip()] = int(number)
-    return out
-
-
-def extend_workload(group: typer.Typer) -> None:
-    """Add `from-trace` to the workload group."""
-
-    @group.command("from-trace")
-    def from_trace(
-        file: Annotated[
-            Path, typer.Argument(help="Request trace: Azure, Mooncake, or generic CSV/JSONL.")
-        ],
-        name: Annotated[str, typer.Option("--name", help="Name of the workload profile.")],
-        class_by: Annotated[
-            str | None,
-            typer.Option("--class-by", help="Column whose values become traffic classes."),
-        ] = None,
-        window: Annotated[
-            str, typer.Option("--window", help="Peak-rate window: 60s, 5m, 1h ...")
-        ] = "60s",
-        slo_file: Annotated[
-            Path | None,
-            typer.Option(
-                "--slo-file",
-                help="YAML/JSON: one SLO (ttft_p99_ms, tpot_p99_ms, e2e_p99_ms, "
-                "queue_deadline_ms) for every class, or class -> SLO.",
-            ),
-        ] = None,
-        ttft_p99_ms: Annotated[
-            float | None, typer.Option("--ttft-p99-ms", help="TTFT p99 objective.")
-        ] = None,
-        tpot_p99_ms: Annotated[
-            float | None, typer.Option("--tpot-p99-ms", help="Time per output token p99.")
-        ] = None,
-        e2e_p99_ms: Annotated[
-            float | None, typer.Option("--e2e-p99-ms", help="End-to-end latency p99.")
-        ] = None,
-        queue_deadline_ms: Annotated[
-            float | None, typer.Option("--queue-deadline-ms", help="Admission queue deadline.")
-        ] = None,
-        priority: Annotated[
-            list[str] | None,
-            typer.Option("--priority", help="CLASS=N, repeatable (default 0: served first)."),
-        ] = None,
-        assumed_service_time_s: Annotated[
-            float | None,
-            typer.Option(
-                "--assumed-service-time-s",
-                help="Estimate concurrency with this constant service time (stored as assumed).",
-            ),
-        ] = None,
-        trace_start: Annotated[
-            str | None,
-            typer.Option("--trace-start", help="Start time for relative timestamps (Mooncake)."),
-        ] = None,
-        trace_ref: Annotated[
-            str | None,
-            typer.Option("--trace-ref", help="Where the trace lives (default: the file path)."),
-        ] = None,
-        hash_block_tokens: Annotated[
-            int,
-            typer.Option(
-                "--hash-block-tokens",
-                min=1,
-                help="Tokens per prefix block behind a trace's hash_ids (Mooncake: 512).",
-            ),
-        ] = 512,
-        prefix_cache_tokens: Annotated[
-            int | None,
-            typer.Option(
-                "--prefix-cache-tokens",
-                min=1,
-                help="Also compute the prefix reuse share for an LRU cache of this many "
-                "tokens (default: an unbounded cache, an upper bound).",
-            ),
-        ] = None,
-        output: ProfileOutputOpt = None,
-        submit: ProfileSubmitOpt = False,
-        server: ServerOpt = None,
-        json_out: JsonOpt = False,
-    ) -> None:
-        """Measure a workload profile from a request trace (SLOs are given, not measured).
-
-        Writes the profile YAML to --output or stdout; with --submit it is registered and
-        the new version is printed instead.
-        """
-        from registry.errors import InvalidInput
-
-        slo = _slo(
-            slo_file,
-            {
-                "ttft_p99_ms": ttft_p99_ms,
-                "tpot_p99_ms": tpot_p99_ms,
-                "e2e_p99_ms": e2e_p99_ms,
-                "queue_deadline_ms": queue_deadline_ms,
-            },
-        )
-        window_s = duration_s("window", window)
-        start = _time(trace_start, option="--trace-start")
-        if not file.is_file():
-            raise InvalidInput(
-                "file not found" if not file.exists() else "not a file", source=str(file)
-            )
-        from registry.traces import fit_trace
-
-        try:
-            fit = fit_trace(
-                file,
-                name=name,
-                slo=slo,
-                class_by=class_by,
-                window_s=window_s,
-                priorities=_priorities(priority or []),
-                trace_start=start,
-                assumed_service_time_s=assumed_service_time_s,
-                trace_ref=trace_ref,
-                hash_block_tokens=hash_block_tokens,
-                prefix_cache_tokens=prefix_cache_tokens,
-            )
-        except InvalidInput as exc:
-            raise _as_flags(exc) from None
-        from cli.profile_out import hand_over
-
-        classes = ", ".join(c.name for c in fit.profile.classes)
-        hand_over(
-            fit.profile.model_dump(mode="json", exclude_none=True),
-            output=output,
-            submit=submit,
-            server=server,
-            json_out=json_out,
-            source=str(file),
-            wrote=f"wrote {output}: {fit.rows} requests ({fit.form} trace), classes {classes}",
-        )

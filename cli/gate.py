@@ -1,48 +1,34 @@
-"""`capgate gate check|show|list|recheck|verify|public-key` and `capgate plan size`."""
+"""`capgate gate check|show|list|recheck|verify|public-key`: the gate's commands.
+
+The reports `check` and `show` write are in cli.gate_reports; `capgate plan size`, which
+shows the planner's progress as `check` does, is in cli.plan_size.
+"""
 
 from __future__ import annotations
 
-import gc
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.gate_reports import (
+    FormatOpt,
+    JsonFormatOpt,
+    OutputOpt,
+    PlanFileOpt,
+    ReportOpt,
+    asked_reports,
+    emit_reports,
+    error_line,
+)
 from cli.options import JsonOpt, ServerOpt, instant
 from cli.output import emit_json, emit_more, emit_table
+from cli.plan_size import planner_progress
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from cli.backend import Backend
     from registry.gate.outcome import DecisionLike
     from registry.gate.views import DecisionView
-
-
-def _planner_progress(
-    backend: Backend, *, terminal_only: bool = False
-) -> AbstractContextManager[object]:
-    """Planner progress on stderr for a recomputation run here (after 2 s; stdout untouched).
-
-    A remote server recomputes on its side: nothing to report, and the planner is not
-    imported. ``terminal_only``: only when stderr is a terminal (the gate's pipelines read
-    exactly one verdict line on stderr).
-    """
-    import sys
-    from contextlib import nullcontext
-
-    from cli.backend import LocalBackend
-
-    if not isinstance(backend, LocalBackend) or (terminal_only and not sys.stderr.isatty()):
-        return nullcontext()
-    from registry.planner.progress import StderrProgress, reporting
-
-    return reporting(StderrProgress())
 
 
 gate_app = typer.Typer(
@@ -55,98 +41,6 @@ class EngineChoice(StrEnum):
     embedded = "embedded"
     opa = "opa"
     both = "both"
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    github = "github"
-    sarif = "sarif"
-    gitlab = "gitlab"
-
-
-# The formats that place findings in files (the plan's, the manifests'); their paths are
-# written relative to the repository root.
-LOCATED = frozenset({Format.junit, Format.github, Format.sarif, Format.gitlab})
-FORMATS = ", ".join(f.value for f in Format)
-
-FormatOpt = Annotated[
-    list[Format] | None,
-    typer.Option(
-        "--format",
-        help="Report format: text, json, junit (JUnit XML), github (GitHub Actions "
-        "annotations), sarif (SARIF 2.1.0) or gitlab (GitLab Code Quality). Default text, "
-        "on stdout or in --output; each further report: --report.",
-        show_default=False,
-    ),
-]
-OutputOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--output", help="Write the --format report to this file, not stdout."),
-]
-ReportOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--report",
-        metavar="FORMAT=PATH",
-        help="Also write the same decision as FORMAT to the file PATH (repeatable: "
-        "--report junit=gate.xml --report sarif=gate.sarif).",
-        show_default=False,
-    ),
-]
-PlanFileOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--plan-file",
-        help="The file the plan was submitted from: reports place findings that no "
-        "manifest locates there (capgate does not know where a plan came from).",
-    ),
-]
-JsonFormatOpt = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
-
-
-@dataclass(frozen=True)
-class Report:
-    format: Format
-    path: Path | None  # None: stdout
-
-
-def _reports(
-    formats: list[Format] | None,
-    outputs: list[Path] | None,
-    json_out: bool,
-    extra: list[str] | None,
-) -> list[Report]:
-    """The reports asked for: the --format one (stdout or --output), then each --report.
-
-    A usage error (exit 2, before anything is decided) for a --format or --output given
-    twice: options do not say which --output follows which --format, so further reports
-    are named with theirs (--report FORMAT=PATH)."""
-    from cli.output import fail
-
-    for name, given in (("--format", formats), ("--output", outputs)):
-        if given and len(given) > 1:
-            fail(
-                f"{name} given {len(given)} times: one --format (on stdout, or in --output), "
-                "and --report FORMAT=PATH for each further report"
-            )
-    chosen = formats[0] if formats else None
-    if json_out and chosen not in (None, Format.json):
-        fail(f"--json and --format {chosen} disagree: --json is --format json; give one")
-    reports = [
-        Report(Format.json if json_out else chosen or Format.text, outputs[0] if outputs else None)
-    ]
-    for value in extra or []:
-        name, _, path = value.partition("=")
-        if name not in Format.__members__ or not path:
-            fail(f"--report {value}: give FORMAT=PATH, FORMAT one of {FORMATS}")
-        reports.append(Report(Format(name), Path(path)))
-    files = [report.path.resolve() for report in reports if report.path is not None]
-    for file in files:
-        if files.count(file) > 1:
-            fail(f"{file}: two reports would be written to this file")
-    return reports
 
 
 @gate_app.command("check")
@@ -190,7 +84,7 @@ def check(
     its code (an error that leaves no decision is written in each report too)."""
     from cli.output import fail
 
-    reports = _reports(output_format, output, json_out, report)
+    reports = asked_reports(output_format, output, json_out, report)
     if engine is not None and server:
         fail("--engine chooses a local check's engine; with --server the server's decides")
     if engine is not None:
@@ -208,9 +102,9 @@ def check(
         # raised on, for the one line on stderr and exit 2 (cli.main.run).
         from registry.gate.undecided import Undecided
 
-        _emit(Undecided(plan, _error_line(exc)), reports, plan_file, verdict=False)
+        emit_reports(Undecided(plan, error_line(exc)), reports, plan_file, verdict=False)
         raise
-    _emit(decision, reports, plan_file, verdict=True)
+    emit_reports(decision, reports, plan_file, verdict=True)
     raise typer.Exit(decision.outcome.exit_code)
 
 
@@ -241,106 +135,8 @@ def _decide(
 
         stated = stated_fields(manifests)
     backend = open_backend(None)
-    with _planner_progress(backend, terminal_only=True):
+    with planner_progress(backend, terminal_only=True):
         return backend.gate_check(plan, stated, policy_release)
-
-
-def _error_line(exc: Exception) -> str:
-    """The error as the one line on stderr says it (cli.main.run)."""
-    from registry.errors import CapgateError, InvalidInput
-
-    if isinstance(exc, InvalidInput):
-        # Every problem, as stderr lists them one per line: a pipeline that reads only its
-        # report (SARIF, JUnit, annotations) must see all of what stopped it.
-        rest = "; ".join(str(problem) for problem in exc.problems[1:])
-        return f"{exc.one_line()}: {rest}" if rest else exc.one_line()
-    if isinstance(exc, CapgateError):
-        return exc.message
-    return f"internal error: {type(exc).__name__}: {exc}"
-
-
-def _emit(
-    decision: DecisionLike,
-    reports: list[Report],
-    plan_file: str | None,
-    *,
-    verdict: bool,
-    text: Callable[[Any], str] | None = None,
-) -> None:
-    """Every report of one decision: the files first, then stdout; then (``verdict``) the
-    one-line verdict on stderr unless stdout is the text report, which begins with it."""
-    from cli.output import fail
-    from registry.gate.undecided import Undecided
-
-    relative = None
-    if any(report.format in LOCATED for report in reports):
-        from cli.repo_paths import repo_relative
-
-        relative = repo_relative()
-    undecided = isinstance(decision, Undecided)
-    for report in reports:
-        if report.path is None and report.format is Format.text and undecided:
-            continue  # the error's one line on stderr is that report
-        rendered = _render(decision, report.format, plan_file, relative=relative, text=text)
-        if report.path is None:
-            typer.echo(rendered)
-            continue
-        try:
-            report.path.write_text(rendered + "\n", encoding="utf-8")
-        except OSError as exc:
-            fail(f"{report.path}: cannot write the {report.format} report: {exc.strerror}")
-    if verdict and any(r.path is not None or r.format is not Format.text for r in reports):
-        # Pipelines read one line on stderr whatever the reports' formats or destinations.
-        typer.echo(decision.verdict(), err=True)
-
-
-def _render(
-    decision: DecisionLike,
-    chosen: Format,
-    plan_file: str | None = None,
-    *,
-    relative: Callable[[str], str] | None = None,
-    text: Callable[[Any], str] | None = None,
-) -> str:
-    from registry.gate.undecided import Undecided
-
-    if isinstance(decision, Undecided) and chosen in (Format.json, Format.text):
-        return (
-            json.dumps(decision.as_json(), indent=2, ensure_ascii=False)
-            if chosen is Format.json
-            else decision.verdict()
-        )
-    if chosen is Format.json:
-        from registry.gate.outcome import WireDecision
-
-        if isinstance(decision, WireDecision):
-            # The server's JSON as it came, laid out as model_dump_json(indent=2) lays it.
-            return json.dumps(decision.raw, indent=2, ensure_ascii=False)
-        return cast("DecisionView", decision).model_dump_json(indent=2)
-    if chosen is Format.junit:
-        from registry.gate.junit import render_junit
-        from registry.gate.report import policy_ids
-        from registry.policy.bundle import load_bundle
-
-        ids = policy_ids(list(load_bundle().modules))
-        return render_junit(decision, ids, plan_file=plan_file, relative=relative)
-    if chosen is Format.github:
-        from registry.gate.formats import render_github
-
-        return render_github(decision, plan_file=plan_file, relative=relative)
-    if chosen is Format.sarif:
-        from registry.gate.formats import render_sarif
-
-        return render_sarif(decision, plan_file=plan_file, relative=relative)
-    if chosen is Format.gitlab:
-        from registry.gate.formats import render_gitlab
-
-        return render_gitlab(decision, plan_file=plan_file, relative=relative)
-    if text is not None:
-        return text(decision)
-    from registry.gate.report import render_text
-
-    return render_text(decision)
 
 
 @gate_app.command("show")
@@ -357,9 +153,9 @@ def show(
     in any report format, as `gate check` wrote it (exit 0: the decision was read)."""
     from cli.backend import open_backend
 
-    reports = _reports(output_format, output, json_out, report)
+    reports = asked_reports(output_format, output, json_out, report)
     decision = open_backend(server).get_decision(decision_id)
-    _emit(decision, reports, plan_file, verdict=False, text=_shown_text)
+    emit_reports(decision, reports, plan_file, verdict=False, text=_shown_text)
 
 
 def _shown_text(decision: DecisionView) -> str:
@@ -468,58 +264,6 @@ def recheck(
         )
     worst = max((i.decision.outcome.exit_code for i in report.rechecked), default=0)
     raise typer.Exit(worst)
-
-
-def size(
-    plan: Annotated[str, typer.Argument(help="A plan reference, or a plan file to size first.")],
-    chart: Annotated[
-        Path | None, typer.Option("--chart", help="Draw latency against load (PNG).")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
-    server: ServerOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Recompute a plan's sizing from its workload and provider, whatever it claims."""
-    # The cyclic collector is off for this one bounded command: most of its objects are the
-    # modules it imports (storage, records, the planner, about 0.5 s), which every collection
-    # would walk again as they pile up (about 0.08 s here), and a recomputation leaves a few
-    # hundred objects in cycles at most, freed when the process ends. Reference counting
-    # still frees everything else as it goes.
-    with _collector_off():
-        _size(plan, chart, seed, server, json_out)
-
-
-@contextmanager
-def _collector_off() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _size(plan: str, chart: Path | None, seed: int, server: str | None, json_out: bool) -> None:
-    from cli.backend import open_backend
-    from registry.planner import render_chart, render_text
-
-    backend = open_backend(server)
-    path = Path(plan)
-    with _planner_progress(backend):
-        if path.suffix.lower() in {".yaml", ".yml", ".json"} or path.exists():
-            from registry.records.documents import load_document
-
-            result = backend.size_draft(load_document(path), source=str(path), seed=seed)
-        else:
-            result = backend.size_plan(plan, seed=seed).result
-    if json_out:
-        emit_json(result)
-    else:
-        typer.echo(render_text(result))
-    if chart is not None:
-        render_chart(result, chart)
-        typer.echo(f"chart written to {chart}", err=True)
 
 
 def _read_envelope(decision_or_file: str, server: str | None) -> tuple[Any, str]:

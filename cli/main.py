@@ -54,9 +54,9 @@ def _db() -> typer.Typer:
 
 @cache
 def _workload() -> typer.Typer:
-    from cli.evidence_cmds import extend_workload
     from cli.observe import from_observation
     from cli.records import record_commands
+    from cli.workload_from_trace import extend_workload
 
     group = record_commands(
         "workload", "Workload profiles: token-work distributions per traffic class."
@@ -105,8 +105,8 @@ def _waiver() -> typer.Typer:
 
 @cache
 def _plan() -> typer.Typer:
-    from cli.gate import size
     from cli.manifests import from_manifests
+    from cli.plan_size import size
     from cli.records import record_commands
 
     group = record_commands("plan", "Capacity plans: replicas, serving config, admission, drain.")

@@ -22,20 +22,24 @@ from sqlalchemy import event
 # (label, module or class path, attribute): the stages in the order a check runs them.
 STAGES: tuple[tuple[str, str, str], ...] = (
     ("saved checkpoint", "registry.gate.service", "enforce_saved_checkpoint"),
-    ("quarantine (chain, new rows, sweep)", "registry.audit.integrity:Guard", "check_registry"),
+    (
+        "quarantine (chain, new rows, sweep)",
+        "registry.audit.integrity.guard:Guard",
+        "check_registry",
+    ),
     (
         "quarantine and the decision's rows (one snapshot)",
-        "registry.audit.integrity:Guard",
+        "registry.audit.integrity.guard:Guard",
         "check_decision",
     ),
     ("policy release in force", "registry.gate.service", "release_for_decision"),
     ("load records (plan context)", "registry.sizing.service", "load_plan_context"),
     ("stored recomputation (read, re-hash)", "registry.sizing.service", "_view"),
-    ("integrity of the decision's rows", "registry.audit.integrity:Guard", "check_feeds"),
+    ("integrity of the decision's rows", "registry.audit.integrity.guard:Guard", "check_feeds"),
     ("previous decision", "registry.gate.service", "_previous_decision"),
     ("assemble the input", "registry.gate.service", "gate_input"),
     ("decide (embedded Wasm)", "registry.policy.embedded:EmbeddedEngine", "decide"),
-    ("chain check before append", "registry.audit.integrity:Guard", "check_append"),
+    ("chain check before append", "registry.audit.integrity.guard:Guard", "check_append"),
     ("sign the decision (DSSE)", "registry.attestation.store", "sign_envelope"),
     ("attestation (read back, statement)", "registry.gate.service", "attest_stored_decision"),
     ("append the audit event", "registry.audit.chain", "append_event"),

@@ -48,7 +48,7 @@ PLAN = "chat-assistant-prod"
 # service (storage, records) and the planner.
 IMPORT_PROBE = (
     "import time; t = time.perf_counter(); "
-    "import cli.main, cli.gate, cli.backend, registry.sizing.service, "
+    "import cli.main, cli.plan_size, cli.backend, registry.sizing.service, "
     "registry.planner.recomputation; print(time.perf_counter() - t)"
 )
 

@@ -44,7 +44,8 @@ from benchmarks.doc_blocks import Measurement, add_write_flag, database_versions
 from benchmarks.registry.bench_submissions import chosen_databases
 from registry.audit import rows as R
 from registry.audit.chain import GENESIS, event_body, event_hash
-from registry.audit.integrity import SWEEP_ENV, guard_for
+from registry.audit.integrity.guard import guard_for
+from registry.audit.integrity.sweep import SWEEP_ENV
 from registry.digest import canonical_json, sha256_digest
 from registry.storage.database import Database, WriteContext
 from registry.storage.fingerprints import fingerprints

@@ -124,7 +124,7 @@ def enforce_saved(session: Session) -> None:
     whose signature fails is an error too: the gate fails closed, never open.
     """
     from registry.audit.chain import event_at, extent
-    from registry.audit.integrity import QUARANTINE_HINT
+    from registry.audit.integrity.guard import QUARANTINE_HINT
     from registry.errors import Tampered, Unavailable
     from registry.keys import load_public_key, signing_key
 

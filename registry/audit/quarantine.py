@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from registry.audit.acknowledgements import ACKNOWLEDGE, problem_key
 from registry.audit.chain import as_utc
-from registry.audit.integrity import extent_problems
+from registry.audit.integrity.guard import extent_problems
 from registry.audit.service import list_events, verify
 from registry.errors import Conflict, FieldProblem, InvalidInput
 from registry.storage.database import Database, WriteContext

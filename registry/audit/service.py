@@ -14,7 +14,7 @@ from registry.audit.acknowledgements import acknowledged_keys, problem_key
 from registry.audit.chain import as_utc, event_at
 from registry.audit.checkpoint import Checkpoint
 from registry.audit.checkpoint import problems as checkpoint_problems
-from registry.audit.integrity import verify_registry
+from registry.audit.integrity.compare import verify_registry
 from registry.policy.releases import release_problems
 from registry.records.views import TrailPage
 from registry.storage import keyset

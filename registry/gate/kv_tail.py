@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from registry.planner.kv_need import p99_kv_tokens
 from registry.planner.result import SCENARIO_NAMES, PlanRecomputation
-from registry.policy.input_document import KvScenarioInput
+from registry.policy.input_recomputation import KvScenarioInput
 from registry.records.common import Basis
 from registry.records.workload import TrafficClass, WorkloadProfile
 

@@ -32,7 +32,8 @@ from registry.attestation.store import (
 )
 from registry.audit.chain import as_utc
 from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
-from registry.audit.integrity import Feeds, Guard, guard_for
+from registry.audit.integrity.feeds import Feeds
+from registry.audit.integrity.guard import Guard, guard_for
 from registry.audit.rows import ROWS_KEY, decision_entry, settle
 from registry.digest import canonical_json, content_digest, sha256_digest
 from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
@@ -41,7 +42,8 @@ from registry.gate.context import PlanContext
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.keys import signing_key
-from registry.policy.input_document import CalibrationInput, ManifestsInput
+from registry.policy.input_document import ManifestsInput
+from registry.policy.input_recomputation import CalibrationInput
 from registry.policy.releases import release_for_decision
 from registry.records.references import parse_ref, pinned
 from registry.records.views import TrailPage

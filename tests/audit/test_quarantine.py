@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from registry.api.app import create_app
 from registry.audit import checkpoint as checkpoints
 from registry.audit.acknowledgements import ACKNOWLEDGE
-from registry.audit.integrity import SWEEP_ENV
+from registry.audit.integrity.sweep import SWEEP_ENV
 from registry.audit.quarantine import acknowledge
 from registry.audit.service import verify
 from registry.errors import Conflict, InvalidInput, Tampered

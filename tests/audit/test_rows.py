@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from registry.audit.integrity import verify_registry
+from registry.audit.integrity.compare import verify_registry
 from registry.audit.rows import COVERED_TABLES
 from registry.errors import Tampered
 from registry.evidence_lifecycle import withdraw

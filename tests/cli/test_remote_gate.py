@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from cli.backend import LocalBackend
-from cli.gate import Format, _render
+from cli.gate_reports import Format, render
 from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_cli import running_server
 from tests.cli.test_gate_cli import capgate, import_load_test
@@ -129,7 +129,7 @@ def test_every_format_renders_the_server_decision_as_a_local_check_would(
     stored = LocalBackend(remote.database_url, "ci").get_decision(decision_id(result))
     assert stored.plan == plan
     assert stored.warnings and (stored.violations or plan == ALLOWS)
-    assert result.stdout == _render(stored, chosen, plan_file) + "\n"
+    assert result.stdout == render(stored, chosen, plan_file) + "\n"
     # Any format but text: the report on stdout, the verdict line on stderr.
     assert result.stderr == ("" if chosen is Format.text else stored.verdict() + "\n")
 
