@@ -16,7 +16,8 @@ from benchmarks.planner import hf_configs, profiles
 from benchmarks.planner.cases import Case, Outcome
 from benchmarks.planner.heldout import HELD_OUT_CASES
 from registry.planner.calibration import calibrate
-from registry.planner.memory import GIB, MemoryFit, kv_bytes_per_token, kv_pool, memory_fit
+from registry.planner.kv_layout import kv_bytes_per_token, kv_pool
+from registry.planner.memory import GIB, MemoryFit, memory_fit
 from registry.planner.model_shape import resolve_model
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, StepModel

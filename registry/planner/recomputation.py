@@ -13,7 +13,7 @@ from registry.planner.calibration import EvidenceItem, calibrate
 from registry.planner.claims import check_claims
 from registry.planner.class_prediction import MAX_SHED_RATE
 from registry.planner.context_fit import context_fit as fit_context
-from registry.planner.memory import hybrid_manager, kv_groups
+from registry.planner.kv_layout import hybrid_manager, kv_groups
 from registry.planner.model_shape import resolve_model
 from registry.planner.progress import Progress, current
 from registry.planner.result import (

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from registry.planner.class_prediction import Evaluation
+from registry.planner.kv_layout import KVGroups
 from registry.planner.kv_need import p99_kv_tokens
-from registry.planner.memory import KVGroups, MemoryFit
+from registry.planner.memory import MemoryFit
 from registry.planner.result import (
     ContextMoments,
     Memory,

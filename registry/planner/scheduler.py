@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable
 
 from registry.planner.events import DECODE, DONE, PREFILL, WAITING
-from registry.planner.memory import KVGroups
+from registry.planner.kv_layout import KVGroups
 from registry.planner.requests import Requests
 from registry.planner.step_time import StepModel
 

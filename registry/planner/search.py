@@ -59,7 +59,8 @@ from registry.planner.class_prediction import (
 )
 from registry.planner.efficiency import frontend_time
 from registry.planner.fleet_arrivals import FleetArrivals
-from registry.planner.memory import MemoryFit, hybrid_manager, kv_groups, memory_fit
+from registry.planner.kv_layout import hybrid_manager, kv_groups
+from registry.planner.memory import MemoryFit, memory_fit
 from registry.planner.model_shape import ModelShape
 from registry.planner.progress import Progress, current
 from registry.planner.sampling import ClassStream, draw_class, p99_of

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from registry.planner.events import ARRIVAL, DEADLINE, SHED, STEP_END, WAITING
-from registry.planner.memory import KVGroups
+from registry.planner.kv_layout import KVGroups
 from registry.planner.requests import Requests
 from registry.planner.sampling import ClassStream
 from registry.planner.scheduler import STRETCH, Engine, Replica

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from registry.planner.catalog import find_model
 from registry.planner.efficiency import kernel_efficiency
-from registry.planner.memory import kv_bytes_per_token
+from registry.planner.kv_layout import kv_bytes_per_token
 from registry.planner.model_shape import ModelShape
 from registry.records.provider import AcceleratorSpec, DType, InterconnectKind
 

@@ -16,13 +16,8 @@ from registry.planner import recompute
 from registry.planner.architectures import refusal
 from registry.planner.catalog import models
 from registry.planner.hf_config import count_hf_config
-from registry.planner.memory import (
-    KVGroups,
-    kv_bytes_per_token,
-    kv_groups,
-    kv_pool,
-    memory_fit,
-)
+from registry.planner.kv_layout import KVGroups, kv_bytes_per_token, kv_groups, kv_pool
+from registry.planner.memory import memory_fit
 from registry.planner.model_shape import ModelShape, resolve_model
 from registry.planner.sampling import draw_class
 from registry.planner.scenarios import context_moments

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from benchmarks.planner import profiles
 from registry.planner.catalog import exposed_memory_gib, find_model
 from registry.planner.hf_config import params_from_hf_config
+from registry.planner.kv_layout import kv_bytes_per_token
 from registry.planner.memory import (
     GIB,
     VLLM_0_10,
@@ -17,7 +18,6 @@ from registry.planner.memory import (
     VLLM_0_19,
     MemoryParams,
     activation_peak_bytes,
-    kv_bytes_per_token,
     memory_fit,
     params_for_runtime,
 )

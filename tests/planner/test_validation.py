@@ -32,7 +32,8 @@ from benchmarks.planner.validation_doc import (
     render,
 )
 from registry.planner.catalog import exposed_memory_gib
-from registry.planner.memory import GIB, MemoryParams, kv_bytes_per_token
+from registry.planner.kv_layout import kv_bytes_per_token
+from registry.planner.memory import GIB, MemoryParams
 from registry.planner.model_shape import resolve_model
 
 # The H100 API server's defaults (8192 batched tokens, 1024 sequences) on the 94 GB H100.
