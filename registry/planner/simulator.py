@@ -19,9 +19,10 @@ from numpy.typing import NDArray
 
 from registry.planner.events import ARRIVAL, DEADLINE, SHED, STEP_END, WAITING
 from registry.planner.kv_layout import KVGroups
+from registry.planner.replica_state import STRETCH, Replica
 from registry.planner.requests import Requests
 from registry.planner.sampling import ClassStream
-from registry.planner.scheduler import STRETCH, Engine, Replica
+from registry.planner.scheduler import Engine
 from registry.planner.step_time import StepModel
 
 # Unbounded client retries are capped so a run terminates; the report says so.
