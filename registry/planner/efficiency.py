@@ -52,7 +52,8 @@ FALLBACK = KernelEfficiency(
 )
 
 
-def _dtype_key(weight_bytes: float) -> str:
+def dtype_key(weight_bytes: float) -> str:
+    """The efficiency table's dtype for weights of this many bytes ("bf16" covers fp16)."""
     return "fp8" if weight_bytes <= 1.0 else "bf16"
 
 
@@ -60,7 +61,7 @@ def kernel_efficiency(accelerator: str, weight_bytes: float) -> tuple[KernelEffi
     """The card's entry for an accelerator name (catalog names and aliases) and the weights'
     bytes per parameter, and the key it was found under (``fallback`` when none)."""
     card = find_accelerator(accelerator)
-    dtype = _dtype_key(weight_bytes)
+    dtype = dtype_key(weight_bytes)
     entry = card.efficiency.get(dtype) if card is not None else None
     if card is None or entry is None:
         return FALLBACK, "fallback"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.planner.catalog import find_accelerator
+from registry.planner.efficiency import dtype_key, kernel_efficiency
 from registry.planner.result import ClassPrediction, Uncertainty
 
 DATA = Path(__file__).with_name("validation_error.json")
@@ -64,10 +65,6 @@ def family_errors(path: Path = DATA) -> dict[str, dict[str, ErrorRange]]:
     return _read(path)
 
 
-def _dtype(weight_bytes: float) -> str:
-    return "fp8" if weight_bytes <= 1.0 else "bf16"
-
-
 def uncertainty(
     accelerator: str,
     weight_bytes: float,
@@ -79,9 +76,9 @@ def uncertainty(
     per-family ranges, validation_error.json's by default)."""
     card = find_accelerator(accelerator)
     family = card.family if card is not None else accelerator
-    dtype = _dtype(weight_bytes)
-    entry = card.efficiency.get(dtype) if card is not None else None
-    measured = entry is not None and entry.measured
+    dtype = dtype_key(weight_bytes)
+    # The entry the step model prices with: the fallback (never measured) when there is none.
+    measured = kernel_efficiency(accelerator, weight_bytes)[0].measured
     stats = (family_errors() if errors is None else errors).get(family, {}).get("latency")
     cases = stats.cases if stats is not None else 0
     if measured and stats is not None and cases >= MIN_CASES:
