@@ -72,6 +72,7 @@ def _bench(p: _Point) -> Bench:
         max_model_len=_max_model_len(p),
         gpu_memory_utilization=0.9,
         requests=10 * p.clients,  # --num-prompts $(( CONC * 10 ))
+        async_scheduling=True,  # every serving script passes --async-scheduling
     )
 
 
@@ -152,15 +153,6 @@ def _case(p: _Point) -> Case:
 
 CASES: tuple[Case, ...] = tuple(_case(p) for p in _POINTS)
 
-_ASYNC = (
-    "at 4 clients a step is short, and the planner adds to it 1.04 ms of CPU time per step "
-    "(Vidur's schedule, prepare and sample times, vLLM V0) that this run's --async-scheduling "
-    "overlaps with the previous step on the GPU"
-)
-_SHAPES = (
-    "; the card's fp8 mbu is one figure over 8B and 70B layers (8B TP1 to 70B TP1), and the "
-    "same kernel table reads the 70B TP1 layers higher, 0.72 against the card's 0.66"
-)
 _B200_FP8 = (
     "the card's B200 fp8 efficiencies are vLLM 0.19.0's per-tensor fp8 linear layers "
     "(AIConfigurator's kernel table): fp8 weights at 0.36-0.56 of 7.7 TB/s, GEMMs no faster "
@@ -176,16 +168,6 @@ def _named(gpu: str, tp: int, isl: int, osl: int, clients: int) -> str:
 
 
 READINGS: dict[str, str] = {
-    _named("H100", 2, 1024, 1024, 4): (
-        f"+16 % at the lightest load only: {_ASYNC}, and at TP2 its 160 all-reduces a step "
-        "cost 1.3 ms of fixed latency (8 us each, assumed); the other four H100 points are "
-        "within 13 %"
-    ),
-    _named("H200", 1, 1024, 1024, 4): f"+18 % at the lightest load only: {_ASYNC}{_SHAPES}",
-    _named("H200", 2, 1024, 1024, 4): (
-        f"+16 % at the lightest load only: {_ASYNC}, and at TP2 its 160 all-reduces a step "
-        "cost 1.3 ms of fixed latency (8 us each, assumed)"
-    ),
     **{
         _named("B200", tp, isl, osl, c): _B200_FP8
         + (
