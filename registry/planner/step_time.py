@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from registry.planner.catalog import find_model
-from registry.planner.efficiency import kernel_efficiency
+from registry.planner.efficiency import card_allreduce_latency, kernel_efficiency
 from registry.planner.kv_layout import kv_bytes_per_token
 from registry.planner.model_shape import ModelShape
 from registry.records.provider import AcceleratorSpec, DType, InterconnectKind
@@ -83,6 +83,9 @@ class Efficiency:
     # CPU time per step (scheduling, input preparation, sampling) and per running sequence.
     step_overhead_ms: float = 1.04
     sequence_overhead_ms: float = 0.038
+    # One all-reduce's fixed time: ``allreduce_latency_us`` if given, else the accelerator
+    # card's measurement (``collectives``), else the default for its interconnect kind.
+    allreduce_latency_us: float | None = None
     allreduce_latency_us_nvlink: float = 8.0
     allreduce_latency_us_pcie: float = 30.0
     link_efficiency: float = 0.7
@@ -119,6 +122,11 @@ def efficiency_sources(
         "layer_overhead_us": table if efficiency.layer_overhead_us is None else "given",
     }
     out.update(EFFICIENCY_SOURCES)
+    card_latency = card_allreduce_latency(accel.name)
+    if efficiency.allreduce_latency_us is not None:
+        out["allreduce_latency_us"] = "given"
+    elif card_latency is not None:
+        out["allreduce_latency_us"] = f"accelerator card: {card_latency[1]}"
     if efficiency.async_scheduling:
         out["step_overhead_ms"] = out["sequence_overhead_ms"] = ASYNC_SCHEDULING
     return out
@@ -212,11 +220,16 @@ class StepModel:
         self.per_sequence = efficiency.sequence_overhead_ms / 1e3 if cpu else 0.0
         if tp > 1:
             kind = accel.interconnect.kind
-            latency = (
-                efficiency.allreduce_latency_us_pcie
-                if kind is InterconnectKind.pcie
-                else efficiency.allreduce_latency_us_nvlink
-            ) / 1e6
+            card_latency = card_allreduce_latency(accel.name)
+            if efficiency.allreduce_latency_us is not None:
+                latency_us = efficiency.allreduce_latency_us
+            elif card_latency is not None:
+                latency_us = card_latency[0]
+            elif kind is InterconnectKind.pcie:
+                latency_us = efficiency.allreduce_latency_us_pcie
+            else:
+                latency_us = efficiency.allreduce_latency_us_nvlink
+            latency = latency_us / 1e6
             # Spec sheets state bidirectional bandwidth; a ring sends one way per hop.
             link = accel.interconnect.bandwidth_gb_s * 1e9 / 2 * efficiency.link_efficiency
             ring = 2.0 * (tp - 1) / tp
