@@ -107,6 +107,19 @@ class EfficiencyEntry(BaseModel):
     source: Source = Field(description="The measurements (or the assumption) and where.")
 
 
+class CollectivesEntry(BaseModel):
+    """What a tensor-parallel all-reduce costs on the part, measured (collective libraries
+    and their small-message latency differ by vendor: NCCL, RCCL), with its source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allreduce_latency_us: Positive = Field(
+        description="Fixed time of one all-reduce of a decode step's activations, in us."
+    )
+    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
+    source: Source = Field(description="The measurements (or the assumption) and where.")
+
+
 class AcceleratorCardFile(_Card):
     """Spec-sheet figures of one accelerator: dense, not sparse."""
 
@@ -134,6 +147,11 @@ class AcceleratorCardFile(_Card):
         default_factory=dict,
         description="Kernel efficiencies per weight dtype (`bf16` covers fp16); a dtype "
         "without one is priced with the planner's fallback, and says so.",
+    )
+    collectives: CollectivesEntry | None = Field(
+        default=None,
+        description="Tensor-parallel all-reduce cost on the part; without it the planner's "
+        "default for the interconnect kind (registry/planner/step_time.py).",
     )
 
     @model_validator(mode="after")

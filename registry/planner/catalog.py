@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from registry.planner import card_files
-from registry.planner.card_files import AcceleratorCardFile, EfficiencyEntry, ModelCardFile
+from registry.planner.card_files import (
+    AcceleratorCardFile,
+    CollectivesEntry,
+    EfficiencyEntry,
+    ModelCardFile,
+)
 from registry.records.provider import InterconnectKind
 
 
@@ -65,6 +70,8 @@ class AcceleratorCard:
     family: str = ""
     # Kernel efficiencies per weight dtype ("bf16", "fp8"), each with its measurements.
     efficiency: Mapping[str, EfficiencyEntry] = field(default_factory=dict)
+    # The tensor-parallel all-reduce cost measured on the part (None: the interconnect's default).
+    collectives: CollectivesEntry | None = None
 
 
 def _model(card: ModelCardFile) -> ModelCard:
@@ -73,13 +80,14 @@ def _model(card: ModelCardFile) -> ModelCard:
 
 
 def _accelerator(card: AcceleratorCardFile) -> AcceleratorCard:
-    fields = card.model_dump(exclude={"kind", "efficiency", "family"})
+    fields = card.model_dump(exclude={"kind", "efficiency", "family", "collectives"})
     # Read-only views: one card object is shared by every lookup of a catalog (_catalog).
     tflops = MappingProxyType({str(dtype): value for dtype, value in card.dense_tflops.items()})
     return AcceleratorCard(
         **{**fields, "aliases": tuple(card.aliases), "dense_tflops": tflops},
         family=card.family or card.name,
         efficiency=MappingProxyType({str(d): entry for d, entry in card.efficiency.items()}),
+        collectives=card.collectives,
     )
 
 

@@ -78,6 +78,15 @@ def kernel_efficiency(accelerator: str, weight_bytes: float) -> tuple[KernelEffi
     )
 
 
+def card_allreduce_latency(accelerator: str) -> tuple[float, str] | None:
+    """The all-reduce latency (us) the accelerator's card measured, with its source; None
+    when the card has none (the step model then uses its interconnect's default)."""
+    card = find_accelerator(accelerator)
+    if card is None or card.collectives is None:
+        return None
+    return card.collectives.allreduce_latency_us, card.collectives.source
+
+
 @dataclass(frozen=True)
 class FrontendTime:
     """The serving runtime's own time per request outside the engine's steps: the HTTP

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from registry.planner.catalog import find_model
-from registry.planner.efficiency import kernel_efficiency
+from registry.planner.efficiency import card_allreduce_latency, kernel_efficiency
 from registry.planner.kv_layout import kv_bytes_per_token
 from registry.planner.model_shape import ModelShape
 from registry.records.provider import AcceleratorSpec, DType, InterconnectKind
@@ -46,6 +46,14 @@ EFFICIENCY_SOURCES = {
     "link_efficiency": "assumed share of the link's per-direction bandwidth a ring reaches",
     "tp_efficiency_decay": "Databricks: MBU falls as the TP degree grows (smaller chunks per GPU)",
 }
+ASYNC_SCHEDULING = (
+    "vLLM's --async-scheduling (vllm-project/vllm#19970, 'Implement Async Scheduling': the "
+    "scheduler runs one step ahead of the model, so scheduling and input preparation overlap "
+    "the previous step on the GPU; vLLM 0.10.x runs it with the multiprocess executor, the "
+    "workers apart from the scheduler): the step's CPU time (step_overhead_ms, "
+    "sequence_overhead_ms) is hidden behind the GPU step; off by default up to vLLM 0.11 "
+    "(SchedulerConfig.async_scheduling = False), on by default later (vllm-project/vllm#27614)"
+)
 
 
 @dataclass(frozen=True)
@@ -75,10 +83,16 @@ class Efficiency:
     # CPU time per step (scheduling, input preparation, sampling) and per running sequence.
     step_overhead_ms: float = 1.04
     sequence_overhead_ms: float = 0.038
+    # One all-reduce's fixed time: ``allreduce_latency_us`` if given, else the accelerator
+    # card's measurement (``collectives``), else the default for its interconnect kind.
+    allreduce_latency_us: float | None = None
     allreduce_latency_us_nvlink: float = 8.0
     allreduce_latency_us_pcie: float = 30.0
     link_efficiency: float = 0.7
     tp_efficiency_decay: float = 0.1
+    # The engine schedules step N+1 while step N runs on the GPU (vLLM --async-scheduling):
+    # the CPU time above is hidden as long as the GPU step is the longer (ASYNC_SCHEDULING).
+    async_scheduling: bool = False
 
     def with_fractions(self, mbu: float, mfu: float) -> Efficiency:
         return replace(self, mbu=mbu, mfu=mfu)
@@ -108,6 +122,13 @@ def efficiency_sources(
         "layer_overhead_us": table if efficiency.layer_overhead_us is None else "given",
     }
     out.update(EFFICIENCY_SOURCES)
+    card_latency = card_allreduce_latency(accel.name)
+    if efficiency.allreduce_latency_us is not None:
+        out["allreduce_latency_us"] = "given"
+    elif card_latency is not None:
+        out["allreduce_latency_us"] = f"accelerator card: {card_latency[1]}"
+    if efficiency.async_scheduling:
+        out["step_overhead_ms"] = out["sequence_overhead_ms"] = ASYNC_SCHEDULING
     return out
 
 
@@ -187,15 +208,28 @@ class StepModel:
         # Sliding-window layers attend to (and read) at most their window of the context.
         self.window = shape.sliding_window if shape.sliding_layers else None
         self.local_share = shape.sliding_layers / shape.layers if self.window else 0.0
-        self.overhead = efficiency.step_overhead_ms / 1e3 + shape.layers * res.layer_us / 1e6
-        self.per_sequence = efficiency.sequence_overhead_ms / 1e3
+        # The CPU's share of a step (scheduling, input preparation, sampling launches) is
+        # serial with the GPU's unless the engine schedules ahead; the per-layer kernels are
+        # GPU time either way. Under async scheduling a step costs the GPU's time alone,
+        # which holds while that is the longer of the two (every decode step of the cards'
+        # models at their batch limits is longer than Vidur's 1-3.5 ms of CPU time).
+        cpu = not efficiency.async_scheduling
+        self.overhead = (efficiency.step_overhead_ms / 1e3 if cpu else 0.0) + (
+            shape.layers * res.layer_us / 1e6
+        )
+        self.per_sequence = efficiency.sequence_overhead_ms / 1e3 if cpu else 0.0
         if tp > 1:
             kind = accel.interconnect.kind
-            latency = (
-                efficiency.allreduce_latency_us_pcie
-                if kind is InterconnectKind.pcie
-                else efficiency.allreduce_latency_us_nvlink
-            ) / 1e6
+            card_latency = card_allreduce_latency(accel.name)
+            if efficiency.allreduce_latency_us is not None:
+                latency_us = efficiency.allreduce_latency_us
+            elif card_latency is not None:
+                latency_us = card_latency[0]
+            elif kind is InterconnectKind.pcie:
+                latency_us = efficiency.allreduce_latency_us_pcie
+            else:
+                latency_us = efficiency.allreduce_latency_us_nvlink
+            latency = latency_us / 1e6
             # Spec sheets state bidirectional bandwidth; a ring sends one way per hop.
             link = accel.interconnect.bandwidth_gb_s * 1e9 / 2 * efficiency.link_efficiency
             ring = 2.0 * (tp - 1) / tp

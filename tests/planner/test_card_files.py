@@ -155,3 +155,33 @@ def test_success_list_show_and_validate_read_the_teams_folder(tmp_path: Path) ->
     missing = capgate("catalog", "show", "a30", env=_env(None))
     assert missing.returncode == 2
     assert "no catalog card is named 'a30'" in missing.stderr
+
+
+def test_collectives_a_card_states_its_all_reduce_latency_with_a_source(tmp_path: Path) -> None:
+    mi300x = find_accelerator("mi300x")
+    assert mi300x is not None and mi300x.collectives is not None
+    assert mi300x.collectives.allreduce_latency_us == 14 and mi300x.collectives.measured
+    assert "RCCL" in mi300x.collectives.source
+    h100 = find_accelerator("h100")
+    assert h100 is not None and h100.collectives is None
+
+    ok = {
+        **A30,
+        "collectives": {
+            "allreduce_latency_us": 30,
+            "measured": False,
+            "source": "nccl-tests on our PCIe box (test card)",
+        },
+    }
+    path = _folder(tmp_path, ok=ok) / "accelerators" / "ok.yaml"
+    card = card_files.read_card(path)
+    assert isinstance(card, card_files.AcceleratorCardFile) and card.collectives is not None
+    assert card.collectives.allreduce_latency_us == 30
+
+    bad = {**A30, "collectives": {"allreduce_latency_us": 0, "measured": True}}
+    path = _folder(tmp_path, bad=bad) / "accelerators" / "bad.yaml"
+    with pytest.raises(InvalidInput) as caught:
+        card_files.read_card(path)
+    locs = {(p.loc, p.message) for p in caught.value.problems}
+    assert ("collectives.allreduce_latency_us", "Input should be greater than 0") in locs
+    assert ("collectives.source", "field required") in locs

@@ -72,3 +72,34 @@ def test_success_random_lengths_desynchronise_a_closed_loop() -> None:
 def test_fail_a_range_ratio_outside_0_1_is_refused() -> None:
     with pytest.raises(ValueError, match="length_ratio"):
         length_distribution(1024, 0.0)
+
+
+def test_success_a_replayed_async_scheduling_run_hides_the_cpu_time_per_token() -> None:
+    # Four clients of a 70B FP8 model on one H200: the scheduled-ahead engine's TPOT is
+    # shorter by about the CPU's time per step (1.04 ms + 4 x 0.038 ms), the rest unchanged.
+    def tpot(ahead: bool) -> float:
+        bench = Bench(
+            model="llama-3.3-70b",
+            accelerator="H200-SXM-141GB",
+            prompt=1024,
+            output=256,
+            clients=4,
+            requests=40,
+            weights="fp8",
+            kv="fp8",
+            async_scheduling=ahead,
+        )
+        return predict(bench)["tpot_p50_ms"]
+
+    assert tpot(False) - tpot(True) == pytest.approx(1.04 + 4 * 0.038, abs=0.15)
+
+
+def test_success_b200_fp8_prices_a_fixed_time_per_gemm_apart_from_the_stream() -> None:
+    # B200's fp8 GEMMs at 1-16 tokens: ~10 us each plus a stream at ~0.77 of peak (CUTLASS,
+    # AIConfigurator's table): the card carries the fixed part in layer_us (four GEMMs a
+    # layer) and the stream in mbu, where bf16's fixed part is small.
+    fp8, _ = kernel_efficiency("b200", 1.0)
+    bf16, _ = kernel_efficiency("b200", 2.0)
+    h100, _ = kernel_efficiency("h100", 2.0)
+    assert fp8.layer_us > bf16.layer_us + 4 * 8 and bf16.layer_us == h100.layer_us
+    assert fp8.mbu >= bf16.mbu and "CutlassFP8ScaledMMLinearKernel" in fp8.source

@@ -148,3 +148,46 @@ def test_tensor_parallel_gains_are_sublinear_and_worse_on_pcie() -> None:
 def test_mixture_of_experts_reads_fewer_weights_at_batch_one() -> None:
     m = model("mixtral-8x7b", "H100-SXM-80GB", 2)
     assert m.weight_time(1) < 0.5 * m.weight_time(256)
+
+
+def test_async_scheduling_hides_the_cpu_time_of_a_step_but_not_the_gpus() -> None:
+    prov = profiles.provider("llama-3.1-8b", "H100-SXM-80GB")
+    shape = resolve_model(prov)
+
+    def build(eff: Efficiency) -> StepModel:
+        return StepModel(shape, prov.accelerator, tensor_parallel=1, efficiency=eff)
+
+    sync, ahead = build(Efficiency()), build(Efficiency(async_scheduling=True))
+    cpu = Efficiency().step_overhead_ms / 1e3 + 32 * Efficiency().sequence_overhead_ms / 1e3
+    # 32 decodes: the scheduled-ahead step costs the GPU's time alone (the per-layer kernels
+    # and the weight and KV reads stay), the synchronous one adds the CPU's 2.26 ms.
+    step_sync, step_ahead = sync.step(0, 0.0, 32, 32 * 500.0), ahead.step(0, 0.0, 32, 32 * 500.0)
+    assert step_sync - step_ahead == pytest.approx(cpu, rel=1e-9)
+    assert step_ahead > sync.weight_time(32) + sync.overhead - Efficiency().step_overhead_ms / 1e3
+    c, base, _ = ahead.decode_terms(32)
+    assert c + base + ahead.kv_time_per_token * 32 * 500.0 == pytest.approx(step_ahead)
+    sources = efficiency_sources(Efficiency(async_scheduling=True), prov.accelerator, 2.0)
+    assert "vllm-project/vllm#19970" in sources["step_overhead_ms"]
+    assert "Vidur" not in sources["sequence_overhead_ms"]
+    assert "vidur" in efficiency_sources(Efficiency(), prov.accelerator, 2.0)["step_overhead_ms"]
+
+
+def test_all_reduce_latency_comes_from_the_card_when_it_measured_one() -> None:
+    # MI300X's card states RCCL's small-message time (14 us); an H100's has none, so NVLink's
+    # default (8 us) prices it; a given figure overrides both.
+    mi300x, h100 = model("llama-3.1-70b", "MI300X-192GB", 8), model("llama-3.1-70b", "h100", 8)
+    collectives = 2 * 80
+    assert mi300x.comm_fixed == pytest.approx(collectives * 14e-6)
+    assert h100.comm_fixed == pytest.approx(collectives * 8e-6)
+    prov = profiles.provider("llama-3.1-70b", "MI300X-192GB")
+    given_ = StepModel(
+        resolve_model(prov),
+        prov.accelerator,
+        tensor_parallel=8,
+        efficiency=Efficiency(allreduce_latency_us=5.0),
+    )
+    assert given_.comm_fixed == pytest.approx(collectives * 5e-6)
+    sources = efficiency_sources(Efficiency(), prov.accelerator, 1.0)
+    assert sources["allreduce_latency_us"].startswith("accelerator card: RCCL against NCCL")
+    h100_spec = profiles.provider("llama-3.1-70b", "h100").accelerator
+    assert "assumed" in efficiency_sources(Efficiency(), h100_spec, 2.0)["allreduce_latency_us"]

@@ -50,6 +50,9 @@ class Bench:
     # --random-range-ratio reads it in vLLM before 0.9 and its forks (InferenceMAX's
     # bench_serving): randint(int(L * ratio), L + 1). 1.0: fixed lengths.
     length_ratio: float = 1.0
+    # vLLM's --async-scheduling (off by default in the releases the held-out runs used):
+    # the engine's CPU time per step overlaps the GPU step (registry/planner/step_time.py).
+    async_scheduling: bool = False
 
 
 def length_distribution(length: int, ratio: float) -> dict[str, Any]:
@@ -101,7 +104,7 @@ def predict(b: Bench) -> dict[str, float]:
         wl,
         prov,
         resolve_model(prov),
-        Efficiency(),
+        Efficiency(async_scheduling=b.async_scheduling),
         seed=0,
         requests=b.requests,
         frontend_ms=None if b.api_server else 0.0,
