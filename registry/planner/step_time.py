@@ -147,7 +147,8 @@ class StepModel:
     """Per-step cost coefficients for one replica (model, accelerator, TP, efficiency).
 
     The coefficients are plain floats so the simulator's inner loop can read them cheaply.
-    All times are in seconds.
+    All times are in seconds. ``max_num_seqs`` bounds the batch sizes at which async
+    scheduling must hide the CPU's time behind the GPU's (vLLM's ``--max-num-seqs``).
     """
 
     def __init__(
@@ -157,6 +158,7 @@ class StepModel:
         *,
         tensor_parallel: int,
         efficiency: Efficiency,
+        max_num_seqs: int = 256,
     ) -> None:
         tp = tensor_parallel
         self.tensor_parallel = tp
@@ -208,16 +210,6 @@ class StepModel:
         # Sliding-window layers attend to (and read) at most their window of the context.
         self.window = shape.sliding_window if shape.sliding_layers else None
         self.local_share = shape.sliding_layers / shape.layers if self.window else 0.0
-        # The CPU's share of a step (scheduling, input preparation, sampling launches) is
-        # serial with the GPU's unless the engine schedules ahead; the per-layer kernels are
-        # GPU time either way. Under async scheduling a step costs the GPU's time alone,
-        # which holds while that is the longer of the two (every decode step of the cards'
-        # models at their batch limits is longer than Vidur's 1-3.5 ms of CPU time).
-        cpu = not efficiency.async_scheduling
-        self.overhead = (efficiency.step_overhead_ms / 1e3 if cpu else 0.0) + (
-            shape.layers * res.layer_us / 1e6
-        )
-        self.per_sequence = efficiency.sequence_overhead_ms / 1e3 if cpu else 0.0
         if tp > 1:
             kind = accel.interconnect.kind
             card_latency = card_allreduce_latency(accel.name)
@@ -239,6 +231,42 @@ class StepModel:
         else:
             self.comm_fixed = 0.0
             self.comm_per_token = 0.0
+
+        # The CPU's share of a step (scheduling, input preparation, sampling launches) is
+        # serial with the GPU's unless the engine schedules ahead; the per-layer kernels are
+        # GPU time either way. Under async scheduling a step costs the longer of the two,
+        # which is the GPU's for the cards' models at their batch limits; where the CPU's
+        # is the longer at some batch size (a small model), the simulator's closed-form
+        # steps cannot take the maximum, so the step is priced serially: pessimistic, and
+        # said (``cpu_bound_at``).
+        self.layer_time = shape.layers * res.layer_us / 1e6
+        self.cpu_bound_at: tuple[int, float, float] | None = None
+        hidden = efficiency.async_scheduling
+        if hidden:
+            self.cpu_bound_at = self._cpu_outlasts_gpu(max_num_seqs)
+            hidden = self.cpu_bound_at is None
+        self.cpu_hidden = hidden
+        self.overhead = (0.0 if hidden else efficiency.step_overhead_ms / 1e3) + self.layer_time
+        self.per_sequence = 0.0 if hidden else efficiency.sequence_overhead_ms / 1e3
+
+    def _cpu_outlasts_gpu(self, max_num_seqs: int) -> tuple[int, float, float] | None:
+        """The first batch size up to ``max_num_seqs`` whose decode step (no context: the
+        GPU's least) is shorter on the GPU than the engine's CPU time, as (batch, CPU
+        seconds, GPU seconds); None when the GPU's is the longer at every size."""
+        eff = self.efficiency
+        head = self.flop_time_per_token + self.head_time_per_sample
+        for n in range(1, max(1, max_num_seqs) + 1):
+            cpu = eff.step_overhead_ms / 1e3 + eff.sequence_overhead_ms / 1e3 * n
+            weights = self.weight_time(n)
+            gpu = (
+                self.layer_time
+                + self.comm_fixed
+                + self.comm_per_token * n
+                + (weights if weights > head * n else head * n)
+            )
+            if gpu < cpu:
+                return n, cpu, gpu
+        return None
 
     def kv_context(self, ctx: float) -> float:
         """The context a decoding sequence reads, as every layer's share of it: ``ctx``, or

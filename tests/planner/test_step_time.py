@@ -155,9 +155,13 @@ def test_async_scheduling_hides_the_cpu_time_of_a_step_but_not_the_gpus() -> Non
     shape = resolve_model(prov)
 
     def build(eff: Efficiency) -> StepModel:
-        return StepModel(shape, prov.accelerator, tensor_parallel=1, efficiency=eff)
+        # At most 32 sequences a step: the GPU's step is the longer at every batch size.
+        return StepModel(
+            shape, prov.accelerator, tensor_parallel=1, efficiency=eff, max_num_seqs=32
+        )
 
     sync, ahead = build(Efficiency()), build(Efficiency(async_scheduling=True))
+    assert ahead.cpu_hidden and ahead.cpu_bound_at is None
     cpu = Efficiency().step_overhead_ms / 1e3 + 32 * Efficiency().sequence_overhead_ms / 1e3
     # 32 decodes: the scheduled-ahead step costs the GPU's time alone (the per-layer kernels
     # and the weight and KV reads stay), the synchronous one adds the CPU's 2.26 ms.
@@ -170,6 +174,30 @@ def test_async_scheduling_hides_the_cpu_time_of_a_step_but_not_the_gpus() -> Non
     assert "vllm-project/vllm#19970" in sources["step_overhead_ms"]
     assert "Vidur" not in sources["sequence_overhead_ms"]
     assert "vidur" in efficiency_sources(Efficiency(), prov.accelerator, 2.0)["step_overhead_ms"]
+
+
+def test_edge_async_scheduling_cannot_hide_a_cpu_longer_than_the_gpu_step() -> None:
+    # The 8B on an H100 at up to 256 sequences: from 143 decodes with no context, the CPU's
+    # 1.04 ms + 0.038 ms a sequence outlasts the GPU's weight read, and the closed-form steps
+    # cannot take the longer of the two: the step is priced serially (pessimistic) and the
+    # batch where it happens is kept for the recomputation to say.
+    prov = profiles.provider("llama-3.1-8b", "H100-SXM-80GB")
+    shape = resolve_model(prov)
+    eff = Efficiency(async_scheduling=True)
+    wide = StepModel(shape, prov.accelerator, tensor_parallel=1, efficiency=eff)
+    assert not wide.cpu_hidden and wide.cpu_bound_at is not None
+    batch, cpu, gpu = wide.cpu_bound_at
+    assert 1 < batch <= 256 and cpu > gpu
+    assert cpu == pytest.approx((eff.step_overhead_ms + batch * eff.sequence_overhead_ms) / 1e3)
+    sync = StepModel(shape, prov.accelerator, tensor_parallel=1, efficiency=Efficiency())
+    assert wide.step(0, 0.0, 64, 64 * 500.0) == sync.step(0, 0.0, 64, 64 * 500.0)
+    # One sequence fewer than that batch: hidden.
+    narrow = StepModel(
+        shape, prov.accelerator, tensor_parallel=1, efficiency=eff, max_num_seqs=batch - 1
+    )
+    assert narrow.cpu_hidden and narrow.step(0, 0.0, 64, 64 * 500.0) < sync.step(
+        0, 0.0, 64, 64 * 500.0
+    )
 
 
 def test_all_reduce_latency_comes_from_the_card_when_it_measured_one() -> None:
