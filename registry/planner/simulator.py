@@ -126,9 +126,39 @@ def _rejected(stream: ClassStream) -> list[bool] | None:
 
 
 def percentile(values: Sequence[float] | NDArray[np.float64], q: float) -> float | None:
-    if len(values) == 0:
-        return None
-    return float(np.percentile(np.asarray(values, dtype=float), q))
+    return percentiles(values, (q,))[0]
+
+
+def percentiles(
+    values: Sequence[float] | NDArray[np.float64], qs: Sequence[float]
+) -> list[float | None]:
+    """``np.percentile(values, q)`` (linear) for each of ``qs``, from one sort.
+
+    The same operations as numpy's, in the same order (virtual index ``(n - 1) * q / 100``,
+    numpy's ``_lerp``), so the same floats; and numpy's own ``percentile`` would import
+    ``numpy.ma`` at its first call, a fixed cost for every process. Non-finite values
+    (where NaN ordering matters) go to numpy itself.
+    """
+    n = len(values)
+    if n == 0:
+        return [None for _ in qs]
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if not (math.isfinite(ordered[0]) and math.isfinite(ordered[-1])):
+        return [float(np.percentile(ordered, q)) for q in qs]
+    out: list[float | None] = []
+    last = n - 1
+    for q in qs:
+        v = last * (q / 100)
+        if v >= last:
+            out.append(float(ordered[-1]))
+            continue
+        i = int(v)
+        a = float(ordered[i])
+        b = float(ordered[i + 1])
+        gamma = v - i
+        diff = b - a
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+    return out
 
 
 def simulate(
@@ -204,6 +234,7 @@ def simulate(
     admitted = reqs.admitted
     out = reqs.out
     cancelled = reqs.cancelled
+    add = reqs.add
 
     finished_in_window = 0
 
@@ -276,17 +307,16 @@ def simulate(
             backoff = min(retry.backoff_max_s, retry.backoff_initial_s * 2.0 ** (a - 1))
             if retry.jitter:
                 backoff *= rng.random()
-            new = reqs.add(
-                arrival=now + backoff,
-                origin=o,
-                cls=c,
-                prio=reqs.prio[rid],
-                prompt=reqs.prompt[rid],
-                out=out[rid],
-                hit=reqs.hit[rid],
-                attempt=a + 1,
-                cancelled=cancelled[rid],
-                order=len(arrival),
+            new = add(
+                now + backoff,
+                o,
+                c,
+                reqs.prio[rid],
+                reqs.prompt[rid],
+                out[rid],
+                reqs.hit[rid],
+                a + 1,
+                cancelled[rid],
             )
             retries_used += 1
             if in_window:
@@ -361,18 +391,9 @@ def simulate(
         if is_cancel:
             n_out = max(1, int(frac * n_out))
         hit = int(share[c] * p) // bs * bs
-        rid = reqs.add(
-            arrival=now,
-            origin=-1,
-            cls=c,
-            prio=prio[c],
-            prompt=p,
-            out=n_out,
-            hit=hit,
-            attempt=1,
-            cancelled=is_cancel,
-            order=len(arrival),
-        )
+        # Positional: arrival, origin (-1: its own), class, priority, prompt, output, prefix
+        # hit, attempt, cancelled.
+        rid = add(now, -1, c, prio[c], p, n_out, hit, 1, is_cancel)
         originals_seen += 1
         if now >= warm_cut:
             stats[c].requests += 1
