@@ -9,7 +9,12 @@ objects, bit for bit, as a loop would give, and they come back in the inputs' or
 Forked workers inherit the batch (the function and its inputs) instead of pickling it;
 only the results travel back. The batch runs in the calling process instead when:
 
-- the machine gives the process one core, or ``CAPGATE_PLANNER_WORKERS`` is 1 (or 0);
+- the machine has no core to spare: one core, or a load average (over the last minute) of
+  at least the number of cores. Linux shares the CPU between sessions (autogroups), not
+  processes, so on a machine other jobs keep busy a second worker wins no CPU time and
+  costs its fork and its copies; it only pays on a core nobody else wants;
+- ``CAPGATE_PLANNER_WORKERS`` says otherwise: 1 (or 0) always in-process, N > 1 up to N
+  workers whatever the load;
 - the process runs other threads (an API server's request threads): forking a threaded
   process can copy a lock another thread holds, so it is never done;
 - the call is already inside a worker (no nested pools), or the batch has one item.
@@ -35,18 +40,23 @@ _IN_WORKER = False
 
 
 def workers() -> int:
-    """Processes a batch may use: the cores this process may run on, or the override."""
-    text = os.environ.get(WORKERS_ENV, "")
+    """Processes a batch may use: ``CAPGATE_PLANNER_WORKERS``, else the cores this process
+    may run on when the machine has them to spare (module docstring), else 1."""
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if text:
+        try:
+            return max(1, int(text))
+        except ValueError:
+            return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 1
-    if text.strip():
-        try:
-            return max(1, min(int(text), cores))
-        except ValueError:
-            return 1
-    return cores
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average: do not guess
+        return 1
+    return cores if load < cores else 1
 
 
 def _mark_worker() -> None:
@@ -74,8 +84,10 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [fn(x) for x in items]
     # Imported here: a command whose batches all run in-process never loads multiprocessing.
     from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
+    from multiprocessing import get_all_start_methods, get_context
 
+    if "fork" not in get_all_start_methods():  # Windows: workers would re-import everything
+        return [fn(x) for x in items]
     _BATCH = (fn, items)
     try:
         with ProcessPoolExecutor(
