@@ -89,7 +89,3 @@ class Replica:
         self.usage = 0.0
         self.wait_n = 0
         self.pheap: list[PrioEntry] = []
-
-    @property
-    def outstanding(self) -> int:
-        return len(self.running) + self.n_waiting

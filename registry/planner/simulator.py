@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,12 +118,45 @@ class SimResult:
     simulated_requests: int
 
 
-def _rejected(stream: ClassStream) -> list[bool] | None:
-    """Which of the stream's requests are longer than the model length (None: none are)."""
-    mask = stream.rejected
-    if not bool(np.any(mask)):
-        return None
-    return [bool(x) for x in mask]
+def _originals(
+    classes: Sequence[ClassLoad],
+    index: Sequence[NDArray[np.intp]],
+    order: NDArray[np.intp],
+    owner: NDArray[np.int_],
+    engine_spec: EngineSpec,
+) -> tuple[list[int], list[int], list[bool], list[int], list[bool] | None]:
+    """Each original request's prompt, output, cancellation, prefix hit and rejection, in the
+    merged arrival order (``index``: each class's requests kept, ``order``: the merge).
+
+    Array arithmetic, element for element what a loop over the requests would compute: a
+    cancelled request (a fraction, not NaN) produces ``max(1, int(fraction x output))``
+    tokens; its prefix hit is ``int(share x prompt)`` cut to whole blocks. None: no request
+    is longer than the model length.
+    """
+
+    def merged(field: str) -> NDArray[Any]:
+        parts = [getattr(c.stream, field)[ix] for c, ix in zip(classes, index, strict=True)]
+        return np.concatenate(parts)[order]
+
+    prompt = merged("prompt")
+    output = merged("output")
+    fraction = merged("cancel_fraction")
+    cancelled = ~np.isnan(fraction)
+    output = output.copy()
+    cut = (fraction[cancelled] * output[cancelled]).astype(np.int64)
+    output[cancelled] = np.maximum(1, cut)
+    caching = engine_spec.prefix_caching
+    share = np.array([c.prefix_share if caching else 0.0 for c in classes], dtype=float)
+    bs = engine_spec.block_size
+    hit = (share[owner] * prompt).astype(np.int64) // bs * bs
+    rejected = merged("rejected")
+    return (
+        prompt.tolist(),
+        output.tolist(),
+        cancelled.tolist(),
+        hit.tolist(),
+        rejected.tolist() if bool(np.any(rejected)) else None,
+    )
 
 
 def percentile(values: Sequence[float] | NDArray[np.float64], q: float) -> float | None:
@@ -200,9 +234,12 @@ def simulate(
     all_t = np.concatenate(times)
     order = np.argsort(all_t, kind="stable")
     arr_t = all_t[order].tolist()
-    arr_c = np.concatenate(owners)[order].tolist()
-    arr_i = np.concatenate(index)[order].tolist()
+    owner = np.concatenate(owners)[order]
+    arr_c = owner.tolist()
     n_arr = len(arr_t)
+    (arr_p, arr_out, arr_cancel, arr_hit, arr_rej) = _originals(
+        classes, index, order, owner, engine_spec
+    )
     closed = clients > 0
     if closed:
         # The measured window opens at the issue of the first request past the warm-up share
@@ -214,14 +251,9 @@ def simulate(
         warm_cut = horizon * warmup_share
 
     stats = [ClassStats(name=c.name) for c in classes]
-    prompt_l = [c.stream.prompt.tolist() for c in classes]
-    out_l = [c.stream.output.tolist() for c in classes]
-    cancel_l = [c.stream.cancel_fraction.tolist() for c in classes]
     deadline = [c.deadline_s for c in classes]
     qbound = [c.max_queue_depth for c in classes]
     prio = [c.priority for c in classes]
-    share = [c.prefix_share if engine_spec.prefix_caching else 0.0 for c in classes]
-    too_long = [_rejected(c.stream) for c in classes]
     slo_ttft = [c.ttft_slo_s for c in classes]
     slo_tpot = [c.tpot_slo_s for c in classes]
     slo_e2e = [c.e2e_slo_s for c in classes]
@@ -337,13 +369,9 @@ def simulate(
         elif balancer == "random":
             r = reps[rng.randrange(replicas)]
         else:
-            r = reps[0]
-            best = r.outstanding
-            for cand in reps:
-                load = len(cand.running) + cand.n_waiting
-                if load < best:
-                    best = load
-                    r = cand
+            # The first replica with the fewest requests running or waiting.
+            loads = [len(x.running) + x.n_waiting for x in reps]
+            r = reps[loads.index(min(loads))]
         c = rcls[rid]
         bound = qbound[c]
         if bound is not None and r.wait_by_class[c] >= bound:
@@ -383,22 +411,13 @@ def simulate(
                 horizon = now
                 finished_at_horizon = finished_in_window
         c = arr_c[k]
-        i = arr_i[k]
-        p = prompt_l[c][i]
-        n_out = out_l[c][i]
-        frac = cancel_l[c][i]
-        is_cancel = frac == frac  # not NaN
-        if is_cancel:
-            n_out = max(1, int(frac * n_out))
-        hit = int(share[c] * p) // bs * bs
         # Positional: arrival, origin (-1: its own), class, priority, prompt, output, prefix
         # hit, attempt, cancelled.
-        rid = add(now, -1, c, prio[c], p, n_out, hit, 1, is_cancel)
+        rid = add(now, -1, c, prio[c], arr_p[k], arr_out[k], arr_hit[k], 1, arr_cancel[k])
         originals_seen += 1
         if now >= warm_cut:
             stats[c].requests += 1
-        rej = too_long[c]
-        if rej is not None and rej[i]:
+        if arr_rej is not None and arr_rej[k]:
             # Refused before it reaches the engine; the client gets its error at once.
             state[rid] = SHED
             if now >= warm_cut:
