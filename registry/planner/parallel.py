@@ -27,8 +27,6 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from registry.planner.progress import NoProgress, reporting
-
 WORKERS_ENV = "CAPGATE_PLANNER_WORKERS"
 
 T = TypeVar("T")
@@ -67,9 +65,9 @@ def _mark_worker() -> None:
 def _run_item(index: int) -> Any:
     assert _BATCH is not None
     fn, items = _BATCH
-    # A worker reports no progress: the parent reports each stage as it reads the results.
-    with reporting(NoProgress()):
-        return fn(items[index])
+    # Progress reporters are inherited too: a worker reports its runs as the loop would
+    # (the CLI's lines on the same stderr), so a long batch is not silent.
+    return fn(items[index])
 
 
 def ordered_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
