@@ -11,7 +11,9 @@ machine stated (``os.getloadavg()`` before and after, other jobs share it):
    recomputes (a second run on the same registry would reuse the stored result); then the
    same with ``--chart``, as the demo draws it;
 2. the in-process ``recompute`` of the same inputs (read from that registry), the search
-   alone;
+   alone, with the planner's workers as the command gets them (registry/planner/
+   parallel.py: the second core only when the load average leaves it free), and again
+   with both cores forced (``CAPGATE_PLANNER_WORKERS=2``);
 3. the import of the modules the command loads, in a fresh process;
 4. a synthetic fleet needing about ``--fleet`` ready replicas (benchmarks.planner.bench_fleet's
    workload) sized from a plan file (``capgate plan size FILE``: nothing stored) and in
@@ -37,6 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from registry.planner.parallel import WORKERS_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "planner.md"
@@ -134,8 +138,11 @@ def register_fleet(env: dict[str, str], folder: Path, replicas: int) -> Path:
     return path
 
 
-def in_process_example(database_url: str, runs: int) -> tuple[float, ...]:
-    """The planner's own time on the inputs `plan size` reads from the registry."""
+def in_process_example(
+    database_url: str, runs: int, workers: str | None = None
+) -> tuple[float, ...]:
+    """The planner's own time on the inputs `plan size` reads from the registry
+    (``workers``: CAPGATE_PLANNER_WORKERS for these runs; None: as the environment says)."""
     from registry.gate.context import load_plan_context
     from registry.planner.recomputation import recompute
     from registry.staleness.thresholds import load_thresholds
@@ -147,10 +154,21 @@ def in_process_example(database_url: str, runs: int) -> tuple[float, ...]:
         )
     fresh = [item.model for item in context.evidence if item.freshness.fresh]
     assert fresh, "the example's load test should calibrate the recomputation"
-    return _timed(
-        runs,
-        lambda: recompute(context.plan, context.workload, context.provider, evidence=fresh, seed=0),
-    )
+    saved = os.environ.get(WORKERS_ENV)
+    if workers is not None:
+        os.environ[WORKERS_ENV] = workers
+    try:
+        return _timed(
+            runs,
+            lambda: recompute(
+                context.plan, context.workload, context.provider, evidence=fresh, seed=0
+            ),
+        )
+    finally:
+        if saved is None:
+            os.environ.pop(WORKERS_ENV, None)
+        else:
+            os.environ[WORKERS_ENV] = saved
 
 
 def in_process_fleet(replicas: int, runs: int) -> tuple[float, ...]:
@@ -199,6 +217,12 @@ def measure(runs: int, fleet: int) -> list[Row]:
                 in_process_example(env["CAPGATE_DATABASE_URL"], runs),
             )
         )
+        rows.append(
+            Row(
+                f"the same on both cores, forced (`{WORKERS_ENV}=2`)",
+                in_process_example(env["CAPGATE_DATABASE_URL"], runs, workers="2"),
+            )
+        )
         probe = [sys.executable, "-c", IMPORT_PROBE]
         imports = tuple(
             float(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
@@ -241,11 +265,26 @@ def section(rows: Sequence[Row], load: tuple[float, float], when: str) -> str:
             f"(`{PLANNER_VERSION}`, Python {platform.python_version()}, {os.cpu_count()} cores, "
             f"load average {load[0]:.2f} at the start and {load[1]:.2f} at the end: other "
             "jobs share the machine). Wall time, seed 0; a command is a fresh process, and "
-            "the worked example's registry is a fresh copy each run, so every run recomputes.",
+            "the worked example's registry is a fresh copy each run, so every run recomputes. "
+            "The planner runs its independent simulations on the second core only while the "
+            "load average stays below the core count (registry/planner/parallel.py); "
+            f"{_workers_note(load)}.",
             "",
             table(rows),
         ]
     )
+
+
+def _workers_note(load: tuple[float, float]) -> str:
+    forced = os.environ.get(WORKERS_ENV)
+    if forced:
+        return f"{WORKERS_ENV}={forced} was set for every run"
+    cores = os.cpu_count() or 1
+    if max(load) < cores:
+        return "at this load the commands used both cores"
+    if min(load) >= cores:
+        return "at this load the commands ran in one process"
+    return "at this load the commands used one or both cores as the load moved"
 
 
 def render(text: str, generated: str) -> str:

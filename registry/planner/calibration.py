@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from registry.planner.efficiency import frontend_time
 from registry.planner.model_shape import ModelShape, resolve_model
+from registry.planner.parallel import ordered_map
 from registry.planner.result import Calibration, CalibrationResidual
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, efficiency_sources
@@ -343,21 +344,37 @@ def calibrate(
                 simulated[(mbu, mfu)] = found
         return found
 
+    def simulate_points(points: Sequence[tuple[float, float]]) -> list[Engine]:
+        """The replays at each point not simulated yet, on the machine's cores."""
+        missing = [p for p in dict.fromkeys(points) if p not in simulated]
+        done = ordered_map(lambda p: _engine_predictions(cases, base.with_fractions(*p)), missing)
+        return [simulated.get(p) or done[missing.index(p)] for p in points]
+
     def point(mbu: float, mfu: float) -> tuple[float, float, float, float]:
         engine = engine_at(mbu, mfu)
         front = _best_frontend(engine, default_frontend)
         loss = _loss(_as_residuals(engine, front)) + _frontend_prior(front, default_frontend)
         return loss, mbu, mfu, front
 
-    best = min((point(mbu, mfu) for mbu in MBU_GRID for mfu in MFU_GRID), key=lambda p: p[0])
+    # The grid's points, and the defaults' (not kept, see below), are independent: they are
+    # simulated as one batch, then scored in the grid's order as before.
+    grid = [(mbu, mfu) for mbu in MBU_GRID for mfu in MFU_GRID]
+    at_default_point = (defaults.mbu, defaults.mfu)
+    *grid_engines, default_engine = simulate_points([*grid, at_default_point])
+    simulated.update(zip(grid, grid_engines, strict=True))
+    best = min((point(mbu, mfu) for mbu, mfu in grid), key=lambda p: p[0])
     _, mbu0, mfu0, _ = best
-    for dm in (-0.075, 0.0, 0.075):
-        for df in (-0.075, 0.0, 0.075):
-            if (dm, df) == (0.0, 0.0):
-                continue
-            cand = point(min(0.9, max(0.2, mbu0 + dm)), min(0.9, max(0.15, mfu0 + df)))
-            if cand[0] < best[0]:
-                best = cand
+    around = [
+        (min(0.9, max(0.2, mbu0 + dm)), min(0.9, max(0.15, mfu0 + df)))
+        for dm in (-0.075, 0.0, 0.075)
+        for df in (-0.075, 0.0, 0.075)
+        if (dm, df) != (0.0, 0.0)
+    ]
+    simulated.update(zip(around, simulate_points(around), strict=True))
+    for mbu, mfu in around:
+        cand = point(mbu, mfu)
+        if cand[0] < best[0]:
+            best = cand
     _, mbu, mfu, frontend_ms = best
     implausible = _outside_physical(mbu, mfu, frontend_ms)
     if implausible:
@@ -371,7 +388,7 @@ def calibrate(
     residuals = _as_residuals(engine_at(mbu, mfu), frontend_ms)
     rms = math.sqrt(_loss(residuals) / max(1, len(residuals)))
     # Not kept: the leave-one-out check scores the fit's own points only.
-    at_defaults = engine_at(defaults.mbu, defaults.mfu, keep=False)
+    at_defaults = simulated.get(at_default_point) or default_engine
     default_error = _rms(_as_residuals(at_defaults, default_frontend))
     held_out = held_out_error(simulated, default_frontend)
     checked = unfitted.model_copy(

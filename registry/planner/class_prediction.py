@@ -11,11 +11,13 @@ from numpy.typing import NDArray
 
 from registry.planner.result import ClassPrediction
 from registry.planner.sampling import ClassStream
-from registry.planner.simulator import SimResult, percentile
+from registry.planner.simulator import SimResult, percentile, percentiles
 from registry.records.workload import WorkloadProfile
 
 # The queue-deadline objective is a p99 too: at most 1% of a class's requests may be shed.
 MAX_SHED_RATE = 0.01
+# The latency percentiles predicted per class.
+LEVELS = (50, 90, 99)
 
 
 @dataclass
@@ -47,9 +49,9 @@ def predict_classes(
         st = sim.per_class[cls.name]
         slo = cls.slo
         pred = {
-            f"{m}_p{q}_ms": _ms(percentile(getattr(st, m), q))
+            f"{m}_p{q}_ms": _ms(value)
             for m in ("ttft", "tpot", "e2e")
-            for q in (50, 90, 99)
+            for q, value in zip(LEVELS, percentiles(getattr(st, m), LEVELS), strict=True)
         }
         queue99 = _ms(percentile(st.queue, 99))
         v: list[str] = []

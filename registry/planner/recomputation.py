@@ -52,6 +52,11 @@ CURVE_REQUESTS = 3000
 CURVE_LOADS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 
 
+def _curve_limit(load: float) -> int:
+    """Requests a load curve point simulates: the peak's point is the peak scenario itself."""
+    return 0 if load == 1.0 else CURVE_REQUESTS
+
+
 def replicas_per_zone_required(r_min: int, n_zones: int, headroom: int, disruption: int = 0) -> int:
     """Replicas per zone the gate requires of a plan that needs ``r_min`` ready at peak.
 
@@ -140,7 +145,9 @@ def recompute(
     # --- tensor parallelism: replication versus partitioning ------------------------------
     options: list[TPOption] = []
     mins: dict[int, int | None] = {}
-    for tp in tp_candidates(ev, plan_tp):
+    candidates = tp_candidates(ev, plan_tp)
+    ev.prefetch_searches([tp for tp in candidates if ev.memory(tp).fits])
+    for tp in candidates:
         mem = ev.memory(tp)
         r = ev.min_replicas(tp) if mem.fits else None
         mins[tp] = r
@@ -264,6 +271,18 @@ def recompute(
     )
 
     # --- the plan's failure scenarios at peak ----------------------------------------------
+    if plan_mem.fits:
+        # The scenarios, the autoscaling boundary and the load curve below, simulated as one
+        # batch (their runs do not depend on one another), then read in order as before.
+        ev.prefetch(
+            [
+                (plan_tp, plan_total - lost, 1.0, 0)
+                for lost in (0, 1, largest_zone)
+                if lost < plan_total
+            ]
+            + ([(plan_tp, r_min, 1.0, 0)] if r_min is not None else [])
+            + [(plan_tp, plan_total, load, _curve_limit(load)) for load in CURVE_LOADS]
+        )
     scenarios: dict[str, Scenario] = {}
     moments = context_moments(workload, kv_groups(shape, hybrid_manager(provider.runtime.version)))
     for name, lost, note in (
@@ -394,7 +413,7 @@ def recompute(
     if plan_mem.fits:
         for load in CURVE_LOADS:
             report.report(f"load curve at {load:g} x peak", tp=plan_tp, replicas=plan_total)
-            e = ev.run(plan_tp, plan_total, load, limit=0 if load == 1.0 else CURVE_REQUESTS)
+            e = ev.run(plan_tp, plan_total, load, limit=_curve_limit(load))
             curve.append(
                 LoadPoint(
                     load_factor=load,

@@ -11,8 +11,9 @@ SINGLE = 1
 STRETCH = 2
 
 
-# Priority-policy waiting entries: (priority, arrival, order, rid); FCFS uses a deque of rids.
-PrioEntry = tuple[int, float, int, int]
+# Priority-policy waiting entries: (priority, arrival, rid), the rid (the order requests
+# were made in) breaking ties; FCFS uses a deque of rids.
+PrioEntry = tuple[int, float, int]
 
 
 class Replica:
@@ -88,7 +89,3 @@ class Replica:
         self.usage = 0.0
         self.wait_n = 0
         self.pheap: list[PrioEntry] = []
-
-    @property
-    def outstanding(self) -> int:
-        return len(self.running) + self.n_waiting

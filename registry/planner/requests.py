@@ -11,10 +11,21 @@ import math
 NAN = math.nan
 
 
+# Fields every new request starts with the same value in are grown this many at a time.
+_GROW = 1024
+
+
 class Requests:
-    """Every attempt is a request; a retry is a new request pointing at its original."""
+    """Every attempt is a request; a retry is a new request pointing at its original.
+
+    A request's id is its index, in the order of ``add`` (so also the order the priority
+    queue breaks ties with). The fields set by ``add`` have exactly one entry per request;
+    the scheduler's fields (state onwards), which every request starts with the same value
+    in, are grown in blocks ahead of need, in place (the engine holds aliases of them).
+    """
 
     __slots__ = (
+        "_room",
         "admitted",
         "arrival",
         "attempt",
@@ -27,7 +38,6 @@ class Requests:
         "gen",
         "hit",
         "kvbase",
-        "order",
         "origin",
         "out",
         "prio",
@@ -47,9 +57,9 @@ class Requests:
         self.hit: list[int] = []
         self.attempt: list[int] = []
         self.cancelled: list[bool] = []
+        self.target: list[int] = []
         self.state: list[int] = []
         self.replica: list[int] = []
-        self.target: list[int] = []
         self.computed: list[int] = []
         self.gen: list[int] = []
         self.dstep: list[int] = []
@@ -57,11 +67,25 @@ class Requests:
         self.kvbase: list[int] = []
         self.first_token: list[float] = []
         self.admitted: list[float] = []
-        self.order: list[int] = []
+        self._room = 0
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+    def _grow(self) -> None:
+        self.state.extend([0] * _GROW)
+        self.replica.extend([-1] * _GROW)
+        self.computed.extend([0] * _GROW)
+        self.gen.extend([0] * _GROW)
+        self.dstep.extend([0] * _GROW)
+        self.finish.extend([-1] * _GROW)
+        self.kvbase.extend([0] * _GROW)
+        self.first_token.extend([NAN] * _GROW)
+        self.admitted.extend([NAN] * _GROW)
+        self._room += _GROW
 
     def add(
         self,
-        *,
         arrival: float,
         origin: int,
         cls: int,
@@ -71,9 +95,11 @@ class Requests:
         hit: int,
         attempt: int,
         cancelled: bool,
-        order: int,
     ) -> int:
+        """A new request (``origin`` < 0: it is its own original); its id."""
         rid = len(self.arrival)
+        if rid == self._room:
+            self._grow()
         self.arrival.append(arrival)
         self.origin.append(rid if origin < 0 else origin)
         self.cls.append(cls)
@@ -83,15 +109,5 @@ class Requests:
         self.hit.append(hit)
         self.attempt.append(attempt)
         self.cancelled.append(cancelled)
-        self.state.append(0)
-        self.replica.append(-1)
         self.target.append(prompt)
-        self.computed.append(0)
-        self.gen.append(0)
-        self.dstep.append(0)
-        self.finish.append(-1)
-        self.kvbase.append(0)
-        self.first_token.append(NAN)
-        self.admitted.append(NAN)
-        self.order.append(order)
         return rid

@@ -98,7 +98,6 @@ class Engine:
         self._decode_terms: dict[int, tuple[float, float, float]] = {}
         self._arrival = reqs.arrival
         self._prio = reqs.prio
-        self._order = reqs.order
         self._cls = reqs.cls
         self._replica = reqs.replica
         self._state = reqs.state
@@ -162,7 +161,7 @@ class Engine:
             else:
                 r.waiting.append(rid)
         else:
-            heapq.heappush(r.pheap, (self._prio[rid], self._arrival[rid], self._order[rid], rid))
+            heapq.heappush(r.pheap, (self._prio[rid], self._arrival[rid], rid))
         r.n_waiting += 1
 
     def can_admit_now(self, r: Replica, rid: int) -> bool:
@@ -318,11 +317,11 @@ class Engine:
                             break
                         rid = queue[0]
                     else:
-                        while pheap and state[pheap[0][3]] != WAITING:
+                        while pheap and state[pheap[0][2]] != WAITING:
                             heapq.heappop(pheap)
                         if not pheap:
                             break
-                        rid = pheap[0][3]
+                        rid = pheap[0][2]
                     start = hit[rid]
                     need = target[rid] - start
                     if need <= 0:

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import replace
 
 import numpy as np
@@ -62,6 +64,7 @@ from registry.planner.fleet_arrivals import FleetArrivals
 from registry.planner.kv_layout import hybrid_manager, kv_groups
 from registry.planner.memory import MemoryFit, memory_fit
 from registry.planner.model_shape import ModelShape
+from registry.planner.parallel import ordered_map
 from registry.planner.progress import Progress, current
 from registry.planner.sampling import ClassStream, draw_class, p99_of
 from registry.planner.simulator import (
@@ -305,6 +308,42 @@ class Evaluator:
         )
         self._cache[key] = ev
         return ev
+
+    def prefetch(self, runs: Sequence[tuple[int, int, float, int]]) -> None:
+        """Memoise ``run(tp, replicas, load_factor, limit)`` for each of ``runs`` not run yet,
+        as one batch on the machine's cores (registry/planner/parallel.py).
+
+        A run that exceeds the budget is left out here; ``run`` raises when it is asked for.
+        """
+        keys = {
+            (tp, r, round(load, 6), limit, 0): (tp, r, load, limit) for tp, r, load, limit in runs
+        }
+        todo = [args for key, args in keys.items() if key not in self._cache]
+        for args, ev in zip(todo, ordered_map(self._run_or_none, todo), strict=True):
+            if ev is not None:
+                tp, r, load, limit = args
+                self._cache[(tp, r, round(load, 6), limit, 0)] = ev
+
+    def _run_or_none(self, args: tuple[int, int, float, int]) -> Evaluation | None:
+        try:
+            return self.run(*args)
+        except PlannerBudgetExceeded:
+            return None
+
+    def prefetch_searches(self, tps: Sequence[int]) -> None:
+        """Run ``min_replicas`` for each of ``tps`` side by side, memoising every run it
+        makes: the degrees' searches do not depend on one another."""
+        if len(tps) < 2:
+            return
+        for runs in ordered_map(self._search_runs, list(tps)):
+            for key, ev in runs.items():
+                self._cache.setdefault(key, ev)
+
+    def _search_runs(self, tp: int) -> dict[tuple[int, int, float, int, int], Evaluation]:
+        # What was run is kept past the budget; the caller's own search raises.
+        with suppress(PlannerBudgetExceeded):
+            self.min_replicas(tp)
+        return {key: ev for key, ev in self._cache.items() if key[0] == tp}
 
     def capacity_estimate(self, tp: int) -> float:
         """Requests per second one replica sustains, from the step model (no queueing).

@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,18 +118,81 @@ class SimResult:
     simulated_requests: int
 
 
-def _rejected(stream: ClassStream) -> list[bool] | None:
-    """Which of the stream's requests are longer than the model length (None: none are)."""
-    mask = stream.rejected
-    if not bool(np.any(mask)):
-        return None
-    return [bool(x) for x in mask]
+def _originals(
+    classes: Sequence[ClassLoad],
+    index: Sequence[NDArray[np.intp]],
+    order: NDArray[np.intp],
+    owner: NDArray[np.int_],
+    engine_spec: EngineSpec,
+) -> tuple[list[int], list[int], list[bool], list[int], list[bool] | None]:
+    """Each original request's prompt, output, cancellation, prefix hit and rejection, in the
+    merged arrival order (``index``: each class's requests kept, ``order``: the merge).
+
+    Array arithmetic, element for element what a loop over the requests would compute: a
+    cancelled request (a fraction, not NaN) produces ``max(1, int(fraction x output))``
+    tokens; its prefix hit is ``int(share x prompt)`` cut to whole blocks. None: no request
+    is longer than the model length.
+    """
+
+    def merged(field: str) -> NDArray[Any]:
+        parts = [getattr(c.stream, field)[ix] for c, ix in zip(classes, index, strict=True)]
+        return np.concatenate(parts)[order]
+
+    prompt = merged("prompt")
+    output = merged("output")
+    fraction = merged("cancel_fraction")
+    cancelled = ~np.isnan(fraction)
+    output = output.copy()
+    cut = (fraction[cancelled] * output[cancelled]).astype(np.int64)
+    output[cancelled] = np.maximum(1, cut)
+    caching = engine_spec.prefix_caching
+    share = np.array([c.prefix_share if caching else 0.0 for c in classes], dtype=float)
+    bs = engine_spec.block_size
+    hit = (share[owner] * prompt).astype(np.int64) // bs * bs
+    rejected = merged("rejected")
+    return (
+        prompt.tolist(),
+        output.tolist(),
+        cancelled.tolist(),
+        hit.tolist(),
+        rejected.tolist() if bool(np.any(rejected)) else None,
+    )
 
 
 def percentile(values: Sequence[float] | NDArray[np.float64], q: float) -> float | None:
-    if len(values) == 0:
-        return None
-    return float(np.percentile(np.asarray(values, dtype=float), q))
+    return percentiles(values, (q,))[0]
+
+
+def percentiles(
+    values: Sequence[float] | NDArray[np.float64], qs: Sequence[float]
+) -> list[float | None]:
+    """``np.percentile(values, q)`` (linear) for each of ``qs``, from one sort.
+
+    The same operations as numpy's, in the same order (virtual index ``(n - 1) * q / 100``,
+    numpy's ``_lerp``), so the same floats; and numpy's own ``percentile`` would import
+    ``numpy.ma`` at its first call, a fixed cost for every process. Non-finite values
+    (where NaN ordering matters) go to numpy itself.
+    """
+    n = len(values)
+    if n == 0:
+        return [None for _ in qs]
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if not (math.isfinite(ordered[0]) and math.isfinite(ordered[-1])):
+        return [float(np.percentile(ordered, q)) for q in qs]
+    out: list[float | None] = []
+    last = n - 1
+    for q in qs:
+        v = last * (q / 100)
+        if v >= last:
+            out.append(float(ordered[-1]))
+            continue
+        i = int(v)
+        a = float(ordered[i])
+        b = float(ordered[i + 1])
+        gamma = v - i
+        diff = b - a
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+    return out
 
 
 def simulate(
@@ -170,9 +234,12 @@ def simulate(
     all_t = np.concatenate(times)
     order = np.argsort(all_t, kind="stable")
     arr_t = all_t[order].tolist()
-    arr_c = np.concatenate(owners)[order].tolist()
-    arr_i = np.concatenate(index)[order].tolist()
+    owner = np.concatenate(owners)[order]
+    arr_c = owner.tolist()
     n_arr = len(arr_t)
+    (arr_p, arr_out, arr_cancel, arr_hit, arr_rej) = _originals(
+        classes, index, order, owner, engine_spec
+    )
     closed = clients > 0
     if closed:
         # The measured window opens at the issue of the first request past the warm-up share
@@ -184,14 +251,9 @@ def simulate(
         warm_cut = horizon * warmup_share
 
     stats = [ClassStats(name=c.name) for c in classes]
-    prompt_l = [c.stream.prompt.tolist() for c in classes]
-    out_l = [c.stream.output.tolist() for c in classes]
-    cancel_l = [c.stream.cancel_fraction.tolist() for c in classes]
     deadline = [c.deadline_s for c in classes]
     qbound = [c.max_queue_depth for c in classes]
     prio = [c.priority for c in classes]
-    share = [c.prefix_share if engine_spec.prefix_caching else 0.0 for c in classes]
-    too_long = [_rejected(c.stream) for c in classes]
     slo_ttft = [c.ttft_slo_s for c in classes]
     slo_tpot = [c.tpot_slo_s for c in classes]
     slo_e2e = [c.e2e_slo_s for c in classes]
@@ -204,6 +266,7 @@ def simulate(
     admitted = reqs.admitted
     out = reqs.out
     cancelled = reqs.cancelled
+    add = reqs.add
 
     finished_in_window = 0
 
@@ -276,17 +339,16 @@ def simulate(
             backoff = min(retry.backoff_max_s, retry.backoff_initial_s * 2.0 ** (a - 1))
             if retry.jitter:
                 backoff *= rng.random()
-            new = reqs.add(
-                arrival=now + backoff,
-                origin=o,
-                cls=c,
-                prio=reqs.prio[rid],
-                prompt=reqs.prompt[rid],
-                out=out[rid],
-                hit=reqs.hit[rid],
-                attempt=a + 1,
-                cancelled=cancelled[rid],
-                order=len(arrival),
+            new = add(
+                now + backoff,
+                o,
+                c,
+                reqs.prio[rid],
+                reqs.prompt[rid],
+                out[rid],
+                reqs.hit[rid],
+                a + 1,
+                cancelled[rid],
             )
             retries_used += 1
             if in_window:
@@ -307,13 +369,9 @@ def simulate(
         elif balancer == "random":
             r = reps[rng.randrange(replicas)]
         else:
-            r = reps[0]
-            best = r.outstanding
-            for cand in reps:
-                load = len(cand.running) + cand.n_waiting
-                if load < best:
-                    best = load
-                    r = cand
+            # The first replica with the fewest requests running or waiting.
+            loads = [len(x.running) + x.n_waiting for x in reps]
+            r = reps[loads.index(min(loads))]
         c = rcls[rid]
         bound = qbound[c]
         if bound is not None and r.wait_by_class[c] >= bound:
@@ -353,31 +411,13 @@ def simulate(
                 horizon = now
                 finished_at_horizon = finished_in_window
         c = arr_c[k]
-        i = arr_i[k]
-        p = prompt_l[c][i]
-        n_out = out_l[c][i]
-        frac = cancel_l[c][i]
-        is_cancel = frac == frac  # not NaN
-        if is_cancel:
-            n_out = max(1, int(frac * n_out))
-        hit = int(share[c] * p) // bs * bs
-        rid = reqs.add(
-            arrival=now,
-            origin=-1,
-            cls=c,
-            prio=prio[c],
-            prompt=p,
-            out=n_out,
-            hit=hit,
-            attempt=1,
-            cancelled=is_cancel,
-            order=len(arrival),
-        )
+        # Positional: arrival, origin (-1: its own), class, priority, prompt, output, prefix
+        # hit, attempt, cancelled.
+        rid = add(now, -1, c, prio[c], arr_p[k], arr_out[k], arr_hit[k], 1, arr_cancel[k])
         originals_seen += 1
         if now >= warm_cut:
             stats[c].requests += 1
-        rej = too_long[c]
-        if rej is not None and rej[i]:
+        if arr_rej is not None and arr_rej[k]:
             # Refused before it reaches the engine; the client gets its error at once.
             state[rid] = SHED
             if now >= warm_cut:

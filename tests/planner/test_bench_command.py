@@ -32,6 +32,7 @@ def test_success_one_run_gives_every_case_its_row(
     assert cases[0].startswith("`capgate plan size chat-assistant-prod`")
     assert any("--chart" in c for c in cases)
     assert any(c.startswith("in-process `recompute` of the same inputs") for c in cases)
+    assert any(c.startswith("the same on both cores, forced") for c in cases)
     assert any(c.startswith("import of the modules") for c in cases)
     assert any("~10 replicas" in c for c in cases)
     assert {m["runs"] for m in matched if m} == {"1"}
