@@ -27,6 +27,7 @@ from registry.planner.result import (
     StepFigures,
     TPOption,
 )
+from registry.planner.runtime_features import async_finding, async_scheduling
 from registry.planner.scenarios import (
     context_moments,
     group_note,
@@ -112,7 +113,9 @@ def recompute(
         )
     shape = resolve_model(provider)
     items: list[EvidenceItem] = list(evidence)
-    base = Efficiency()
+    # vLLM from 0.14.0 (or a profile passing --async-scheduling) schedules ahead of the GPU.
+    scheduling = async_scheduling(provider.runtime)
+    base = Efficiency(async_scheduling=scheduling.enabled)
     if items:
         report.report("calibrating")
     efficiency, calibration = calibrate(
@@ -137,6 +140,8 @@ def recompute(
     )
     findings: list[str] = list(shape.notes)
     plan_tp = plan.parallelism.tensor_parallel
+    if scheduling.enabled:
+        findings.append(async_finding(scheduling.reason, ev.step_model(plan_tp)))
     zones = list(plan.replicas_per_zone)
     price = provider.price_per_accelerator_hour_usd
     peak = ev.peak_rps

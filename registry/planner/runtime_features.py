@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from registry.planner.step_time import StepModel
 from registry.records.provider import RuntimeSpec
 
 # vLLM v0.14.0's release notes, "Breaking Changes": async scheduling is enabled by default
@@ -68,4 +69,18 @@ def async_scheduling(runtime: RuntimeSpec) -> RuntimeFeature:
         False,
         f"vLLM {runtime.version} schedules synchronously unless --async-scheduling is "
         "passed (default from 0.14.0): the engine's CPU time per step adds to the GPU step",
+    )
+
+
+def async_finding(reason: str, step: StepModel) -> str:
+    """The recomputation's note on async scheduling: on, and whether the step model could
+    hide the CPU's time at every batch size the plan allows (StepModel.cpu_bound_at)."""
+    if step.cpu_bound_at is None:
+        return f"async scheduling on: {reason}"
+    batch, cpu, gpu = step.cpu_bound_at
+    return (
+        f"async scheduling on ({reason}), but at {batch} sequences a step's CPU time "
+        f"({cpu * 1e3:.2f} ms) outlasts the GPU's ({gpu * 1e3:.2f} ms with no context): "
+        "the step model cannot take the longer of the two, so every step is priced as "
+        "synchronous, the CPU's time added to the GPU's (pessimistic)"
     )

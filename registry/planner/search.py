@@ -202,7 +202,11 @@ class Evaluator:
 
     def step_model(self, tp: int) -> StepModel:
         return StepModel(
-            self.shape, self.provider.accelerator, tensor_parallel=tp, efficiency=self.efficiency
+            self.shape,
+            self.provider.accelerator,
+            tensor_parallel=tp,
+            efficiency=self.efficiency,
+            max_num_seqs=self.plan.serving.max_num_seqs,
         )
 
     def engine(self, tp: int) -> EngineSpec:

@@ -188,3 +188,43 @@ def test_every_predicted_latency_carries_its_interval(result: PlanRecomputation)
                 checked += 1
     assert checked >= 12
     assert "interval: TTFT " in render_text(result)
+
+
+def _on_runtime(prov: ProviderProfile, version: str) -> ProviderProfile:
+    return prov.model_copy(update={"runtime": prov.runtime.model_copy(update={"version": version})})
+
+
+def test_success_a_vllm_that_schedules_ahead_hides_the_cpu_time_per_step(
+    result: PlanRecomputation,
+) -> None:
+    # The worked example (vLLM 0.10.2, synchronous) against the same plan on vLLM 0.14.0,
+    # whose default is async scheduling, at up to 128 sequences a step: the GPU's step is the
+    # longer at every batch, so the CPU's time per step is hidden and tokens come faster.
+    plan, wl, prov, _ = _load()
+    narrow = plan.model_copy(
+        update={"serving": plan.serving.model_copy(update={"max_num_seqs": 128})}
+    )
+    sync = recompute(narrow, wl, prov, seed=0)
+    ahead = recompute(narrow, wl, _on_runtime(prov, "0.14.0"), seed=0)
+    assert not any("async scheduling" in f for f in sync.findings)
+    (note,) = [f for f in ahead.findings if "async scheduling" in f]
+    assert note.startswith("async scheduling on: vLLM 0.14.0")
+    for cls in ("interactive", "batch"):
+        fast = ahead.scenarios["peak"].per_class[cls].tpot_p99_ms
+        slow = sync.scenarios["peak"].per_class[cls].tpot_p99_ms
+        assert fast is not None and slow is not None and fast < slow
+
+
+def test_edge_async_scheduling_the_model_cannot_hide_is_priced_synchronous_and_said(
+    result: PlanRecomputation,
+) -> None:
+    # At the example's 256 sequences a step, the 8B's step with no context is shorter on
+    # the GPU than the CPU's from 143 sequences on: the model prices steps synchronously,
+    # so the latencies are the worked example's own (vLLM 0.14's start-up leaves a slightly
+    # different KV pool, so only the KV usage moves), and the finding says why.
+    plan, wl, prov, _ = _load()
+    ahead = recompute(plan, wl, _on_runtime(prov, "0.14.0"), seed=0)
+    (note,) = [f for f in ahead.findings if "async scheduling" in f]
+    assert "at 143 sequences" in note and "priced as synchronous" in note
+    for name, scenario in result.scenarios.items():
+        assert ahead.scenarios[name].per_class == scenario.per_class
