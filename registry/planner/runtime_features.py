@@ -73,14 +73,14 @@ def async_scheduling(runtime: RuntimeSpec) -> RuntimeFeature:
 
 
 def async_finding(reason: str, step: StepModel) -> str:
-    """The recomputation's note on async scheduling: on, and whether the step model could
-    hide the CPU's time at every batch size the plan allows (StepModel.cpu_bound_at)."""
+    """The recomputation's note on async scheduling: on, and the batch size from which a
+    decode step with no context is CPU bound (StepModel.cpu_bound_at), if the plan allows
+    one."""
     if step.cpu_bound_at is None:
         return f"async scheduling on: {reason}"
     batch, cpu, gpu = step.cpu_bound_at
     return (
-        f"async scheduling on ({reason}), but at {batch} sequences a step's CPU time "
-        f"({cpu * 1e3:.2f} ms) outlasts the GPU's ({gpu * 1e3:.2f} ms with no context): "
-        "the step model cannot take the longer of the two, so every step is priced as "
-        "synchronous, the CPU's time added to the GPU's (pessimistic)"
+        f"async scheduling on: {reason}; from {batch} sequences a step's CPU time "
+        f"({cpu * 1e3:.2f} ms) can outlast the GPU's ({gpu * 1e3:.2f} ms with no context), "
+        "and there the CPU's time sets the step"
     )

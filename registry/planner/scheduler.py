@@ -33,6 +33,7 @@ sliding group (Gemma 3 27B: the window read in 60 layers for its 52 local ones).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 
 from registry.planner.events import DECODE, DONE, PREFILL, WAITING
@@ -94,6 +95,9 @@ class Engine:
         self.chunked = chunked_prefill
         self.on_complete = on_complete
         self._kv_time = step.kv_time_per_token * self._unit if groups else step.kv_time_per_token
+        # Under async scheduling a step takes at least the CPU's time (StepModel.cpu_floor).
+        self._cpu_floor = step.cpu_floor
+        self._cpu_floor_per_sequence = step.cpu_floor_per_sequence
         # step.decode_terms by decode batch size (a run sees a few hundred sizes at most).
         self._decode_terms: dict[int, tuple[float, float, float]] = {}
         self._arrival = reqs.arrival
@@ -389,6 +393,18 @@ class Engine:
             if window is not None:
                 b = self._kv_time * slope
             m = base + self._kv_time * r.ctx
+            floor = self._cpu_floor
+            if floor:
+                floor += self._cpu_floor_per_sequence * n_dec
+                if c + m < floor:
+                    # Async scheduling, CPU bound: each step takes the CPU's time until the
+                    # GPU's, growing with the KV read, passes it; the stretch ends there.
+                    if b > 0.0:
+                        cpu_steps = math.ceil((floor - c - m) / b)
+                        if cpu_steps < k:
+                            k = cpu_steps
+                    c = floor - m
+                    b = 0.0
             # lines_sum(*step.decode_lines(n_dec, ctx), k) in its equal-slopes branch, with
             # the same operations in the same order (cut_stretch repeats this expression);
             # k as a float (exact) keeps the products on CPython's fast path.

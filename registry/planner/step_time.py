@@ -234,20 +234,20 @@ class StepModel:
 
         # The CPU's share of a step (scheduling, input preparation, sampling launches) is
         # serial with the GPU's unless the engine schedules ahead; the per-layer kernels are
-        # GPU time either way. Under async scheduling a step costs the longer of the two,
-        # which is the GPU's for the cards' models at their batch limits; where the CPU's
-        # is the longer at some batch size (a small model), the simulator's closed-form
-        # steps cannot take the maximum, so the step is priced serially: pessimistic, and
-        # said (``cpu_bound_at``).
+        # GPU time either way. Under async scheduling a step takes the longer of the two: the
+        # CPU's time is a floor (``cpu_floor`` + ``cpu_floor_per_sequence`` x decodes), not
+        # a term, and ``cpu_bound_at`` keeps the first batch size at which the floor is the
+        # longer even with no context, for the recomputation to say.
         self.layer_time = shape.layers * res.layer_us / 1e6
-        self.cpu_bound_at: tuple[int, float, float] | None = None
         hidden = efficiency.async_scheduling
-        if hidden:
-            self.cpu_bound_at = self._cpu_outlasts_gpu(max_num_seqs)
-            hidden = self.cpu_bound_at is None
         self.cpu_hidden = hidden
-        self.overhead = (0.0 if hidden else efficiency.step_overhead_ms / 1e3) + self.layer_time
-        self.per_sequence = 0.0 if hidden else efficiency.sequence_overhead_ms / 1e3
+        step_cpu = efficiency.step_overhead_ms / 1e3
+        sequence_cpu = efficiency.sequence_overhead_ms / 1e3
+        self.overhead = (0.0 if hidden else step_cpu) + self.layer_time
+        self.per_sequence = 0.0 if hidden else sequence_cpu
+        self.cpu_floor = step_cpu if hidden else 0.0
+        self.cpu_floor_per_sequence = sequence_cpu if hidden else 0.0
+        self.cpu_bound_at = self._cpu_outlasts_gpu(max_num_seqs) if hidden else None
 
     def _cpu_outlasts_gpu(self, max_num_seqs: int) -> tuple[int, float, float] | None:
         """The first batch size up to ``max_num_seqs`` whose decode step (no context: the
@@ -317,7 +317,7 @@ class StepModel:
         # here; calls are dear in CPython), with the same operations in the same order.
         comp = self.flop_time_per_token * tokens + self.head_time_per_sample * decodes
         mem = self.dense_weight_time if self.expert_weight_time == 0.0 else self.weight_time(tokens)
-        return (
+        gpu = (
             self.overhead
             + self.per_sequence * decodes
             + (comp if comp > mem else mem)
@@ -326,6 +326,12 @@ class StepModel:
             + self.comm_fixed
             + self.comm_per_token * tokens
         )
+        floor = self.cpu_floor
+        if floor:  # async scheduling: the longer of the CPU's and the GPU's time
+            floor += self.cpu_floor_per_sequence * decodes
+            if floor > gpu:
+                return floor
+        return gpu
 
     def decode_lines(self, decodes: int, ctx: float) -> tuple[float, float, float, float, float]:
         """A decode-only stretch as ``c + max(a1 + b1 i, a2 + b2 i)`` for step i = 0, 1, ...
