@@ -330,7 +330,6 @@ def check(
             )
             context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
             last = _previous_decision(session, context.plan.name) if sized else None
-            feeds = _context_feeds(session, context) if sized else None
         except Exception as exc:
             failure = exc
     if failure is not None:
@@ -338,7 +337,7 @@ def check(
         # a quarantine, not a 404; a record edited in place, not only its own error).
         guard.check_registry(database, sweep=sweep)
         raise failure
-    if sized is None or feeds is None:
+    if sized is None:
         # The planner must run: the registry and this plan's rows are verified before
         # it runs or its result is stored, as `size_plan` promises its `verify`.
         guard.check_registry(database, sweep=sweep)
@@ -346,16 +345,18 @@ def check(
     else:
         # The stored recomputation is reused: the whole registry (the quarantine) and
         # every row the decision rests on, in one snapshot and one walk of the chain.
-        guard.check_decision(
-            database,
-            Feeds(
-                record_ids=feeds.record_ids,
-                decision_ids=frozenset([last[0]] if last else []),
-                recomputation_ids=frozenset([sized.row_id]),
+        # Which rows those are is read only if the guard needs them (no sweep passed).
+        reused, previous_id = sized, last[0] if last else None
+
+        def feeds(session: Session) -> Feeds:
+            return Feeds(
+                record_ids=_context_feeds(session, reused.context).record_ids,
+                decision_ids=frozenset([previous_id] if previous_id else []),
+                recomputation_ids=frozenset([reused.row_id]),
                 every_waiver=True,
-            ),
-            sweep=sweep,
-        )
+            )
+
+        guard.check_decision(database, feeds, sweep=sweep)
     context = sized.context
     previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}

@@ -58,14 +58,14 @@ from registry.audit.integrity.ledger import Ledger
 from registry.audit.integrity.sweep import (
     EVENTS,
     Baseline,
+    added_rows,
     expected_fingerprints,
     new_keys,
     new_row_problems,
-    plus,
     sweep_interval,
 )
 from registry.errors import Tampered
-from registry.storage.fingerprints import events_fingerprint, fingerprints
+from registry.storage.fingerprints import Fingerprint, fingerprints
 from registry.storage.models import AuditEventRow
 
 if TYPE_CHECKING:
@@ -136,7 +136,14 @@ class Guard:
         self._swept_from = 0.0  # when the last passing sweep's reads began (monotonic)
         self._checked_seq = 0  # the rows recorded up to this event were verified
 
-    def _chain(self, session: Session, acknowledged: _Acknowledged) -> Ledger:
+    def _chain(
+        self,
+        session: Session,
+        acknowledged: _Acknowledged,
+        extent: Callable[[Ledger], list[str]] | None = None,
+    ) -> Ledger:
+        """The chain walked from the event verified last; `extent` says whether events
+        were deleted (by default one count of them; the sweep counts them anyway)."""
         ledger = self._ledger
         problems: list[str] = []
         if ledger is None or time.monotonic() - self._walked_at > FULL_REWALK_S:
@@ -145,7 +152,8 @@ class Guard:
         else:
             problems += _advance_anchored(session, ledger.chain, ledger.take)
         if not problems:
-            problems += ledger.all_problems + extent_problems(session)
+            problems += ledger.all_problems
+            problems += extent(ledger) if extent is not None else extent_problems(session)
         problems = acknowledged.filter(problems)
         if problems:
             self._ledger, self._verified = None, (0, GENESIS)  # walk from the start next time
@@ -168,63 +176,74 @@ class Guard:
         or some event or row verified earlier changed: then the whole chain or every
         row is checked again, to name it. A sweep that failed is due again at once.
         `sweep=False`: not this time (a batch of checks sweeps once, at its start)."""
-        began = time.monotonic()
         with self._lock, database.reading() as session:
             _repeatable_read(session)
-            self._registry(session, _Acknowledged(session), sweep=sweep, began=began)
+            self._registry(session, _Acknowledged(session), sweep=sweep)
 
-    def check_decision(self, database: Database, feeds: Feeds, *, sweep: bool = True) -> None:
-        """`check_registry`, then `check_feeds`, in one snapshot: one walk of the chain
-        for both, so a gate check pays for one reading session, not two."""
-        began = time.monotonic()
+    def check_decision(
+        self,
+        database: Database,
+        feeds: Feeds | Callable[[Session], Feeds],
+        *,
+        sweep: bool = True,
+    ) -> None:
+        """`check_registry`, then the rows the decision rests on (`feeds`, or how to
+        read them), in one snapshot and one walk of the chain. A sweep that passed in
+        this snapshot has verified every row of every covered table, the decision's
+        among them: its rows are then not read again (14 statements a check saved)."""
         with self._lock, database.reading() as session:
             _repeatable_read(session)
             acknowledged = _Acknowledged(session)
-            ledger = self._registry(session, acknowledged, sweep=sweep, began=began)
+            ledger, swept = self._registry(session, acknowledged, sweep=sweep)
+            if swept:
+                return
+            wanted = feeds(session) if callable(feeds) else feeds
             # The same snapshot: the chain walked above is the chain as of the feeds' rows.
-            problems = settled(session, ledger, lambda: feed_problems(session, ledger, feeds))
+            problems = settled(session, ledger, lambda: feed_problems(session, ledger, wanted))
             problems = acknowledged.filter(problems)
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
     def _registry(
-        self, session: Session, acknowledged: _Acknowledged, *, sweep: bool, began: float
-    ) -> Ledger:
-        """check_registry's work inside its session (the lock held); the ledger walked."""
+        self, session: Session, acknowledged: _Acknowledged, *, sweep: bool
+    ) -> tuple[Ledger, bool]:
+        """check_registry's work inside its session (the lock held): the ledger walked,
+        and whether a sweep ran (and passed) in this snapshot."""
         snapshot_at = time.monotonic()
         baseline = self._baseline
         if baseline is None:
             self._ledger = None  # a first baseline rests on a walk from the first event
-        # Concurrent checks share a sweep: one that read the database after this
-        # check began saw everything this one would (so waiting checks do not scan).
-        due = baseline is None or (
-            sweep
-            and self._swept_from < began
-            and snapshot_at - self._swept_from >= sweep_interval()
-        )
+        due = baseline is None or (sweep and snapshot_at - self._swept_from >= sweep_interval())
+        current: dict[str, Fingerprint] = {}
+        added: dict[str, Fingerprint] = {}
+
+        def swept_extent(ledger: Ledger) -> list[str]:
+            # The sweep, in one statement with the fingerprints of the rows and events
+            # added since the baseline; its count of events tells a deleted one.
+            nonlocal current, added
+            if baseline is None:
+                current, added = fingerprints(session)
+            else:
+                rows = added_rows(new_keys(ledger, baseline.seq))
+                current, added = fingerprints(session, rows, events_after=baseline.seq)
+            return extent_of(current[EVENTS][0], ledger.chain.seq)
+
         try:
-            ledger = self._chain(session, acknowledged)
-            current = fingerprints(session) if due else {}
-            if (
-                baseline is not None
-                and due
-                and plus(baseline.tables[EVENTS], events_fingerprint(session, baseline.seq))
-                != current[EVENTS]
-            ):
-                self._ledger = None  # an event walked earlier changed: walk them all
-                ledger = self._chain(session, acknowledged)
+            ledger = self._chain(session, acknowledged, swept_extent if due else None)
+            if baseline is not None and due:
+                expected = expected_fingerprints(baseline, added)
+                if expected[EVENTS] != current[EVENTS]:
+                    self._ledger = None  # an event walked earlier changed: walk them all
+                    ledger = self._chain(session, acknowledged)
         except Tampered as exc:
             problems = list(exc.details.get("problems") or [exc.message])
             raise Tampered(_quarantine_line(problems), details={"problems": problems}) from None
         if baseline is None:
             found = table_problems(session, ledger)
         else:
-            new = new_keys(ledger, self._checked_seq)
-            found = new_row_problems(session, ledger, new)
-            if not found and due:
-                expected = expected_fingerprints(session, baseline, new_keys(ledger, baseline.seq))
-                if any(expected[t] != current[t] for t in expected if t != EVENTS):
-                    found = table_problems(session, ledger)
+            found = new_row_problems(session, ledger, new_keys(ledger, self._checked_seq))
+            if not found and due and any(expected[t] != current[t] for t in expected):
+                found = table_problems(session, ledger)
         found = acknowledged.filter(found)
         if found:
             raise Tampered(_quarantine_line(found), details={"problems": found})
@@ -232,7 +251,7 @@ class Guard:
         if due:
             self._baseline = Baseline(seq=ledger.chain.seq, tables=current)
             self._swept_from = snapshot_at
-        return ledger
+        return ledger, due
 
     def check_feeds(self, database: Database, feeds: Feeds) -> None:
         """Raise Tampered unless the chain and every row the decision rests on verify."""
@@ -292,7 +311,11 @@ def _anchor_problems(seq: int, head: str, anchor: AuditEventRow | None) -> list[
 
 
 def extent_problems(session: Session) -> list[str]:
-    count, highest = extent(session)
+    return extent_of(*extent(session))
+
+
+def extent_of(count: int, highest: int) -> list[str]:
+    """Problems when the chain holds fewer events than its highest number says."""
     if count != highest:
         return [
             f"the chain holds {count} events numbered up to {highest}: "
