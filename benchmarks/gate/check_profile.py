@@ -44,7 +44,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("attestation (read back, statement)", "registry.gate.service", "attest_stored_decision"),
     ("append the audit event", "registry.audit.chain", "append_event"),
     ("store + commit (rest of the write)", "registry.storage.database:Database", "write"),
-    ("response view", "registry.gate.service", "_to_view"),
+    ("decision views (answer and signed statement)", "registry.gate.service", "decision_view"),
 )
 OTHER = "other (sizing, waivers, sessions)"
 

@@ -44,14 +44,15 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from registry.audit.acknowledgements import acknowledged_keys, unacknowledged
-from registry.audit.chain import GENESIS, ChainWalk, events_after, extent, walk
+from registry.audit.chain import GENESIS, ChainHead, ChainWalk, events_after, extent, walk
 from registry.audit.integrity.compare import settled, snapshot, table_problems
 from registry.audit.integrity.feeds import Feeds, feed_problems
 from registry.audit.integrity.ledger import Ledger
@@ -264,30 +265,46 @@ class Guard:
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
 
-    def check_append(self, session: Session) -> None:
+    def rows_added_since(self, seq: int, tables: frozenset[str]) -> bool:
+        """Whether an event after event `seq` recorded a row of `tables`, as far as this
+        guard has walked (True when it cannot tell: no ledger, or one that stops short)."""
+        with self._lock:
+            ledger = self._ledger
+            if ledger is None or ledger.chain.seq < seq:
+                return True
+            start = bisect_right(ledger.added_seqs, seq)
+            return any(table in tables for table, _ in ledger.added[start:])
+
+    def check_append(self, session: Session) -> ChainHead | None:
         """Inside a write, before its event: the chain it extends still verifies from the
-        last event this guard verified (no ledger is kept: only hashes and links)."""
+        last event this guard verified (no ledger is kept: only hashes and links). Returns
+        the chain's last event as read (None: no event yet), which the write's own event
+        follows (`WriteContext.head`: not read a second time)."""
         seq, head = self._verified
         state = ChainWalk(seq=seq, head=head)
-        problems = _advance_anchored(session, state)
+        last: list[AuditEventRow] = []
+        problems = _advance_anchored(session, state, last=last)
         if not problems:
             problems += state.problems + extent_problems(session)
         problems = _Acknowledged(session).filter(problems)
         if problems:
             raise Tampered(_one_line(problems), details={"problems": problems})
+        return ChainHead(last[0].seq, last[0].hash, last[0].at) if last else None
 
 
 def _advance_anchored(
     session: Session,
     state: ChainWalk,
     visit: Callable[[AuditEventRow, dict[str, Any]], None] | None = None,
+    last: list[AuditEventRow] | None = None,
 ) -> list[str]:
     """The event verified last (`state`) read again with the events after it, in one
-    query: problems if it is gone or rewritten, else the events after it walked."""
+    query: problems if it is gone or rewritten, else the events after it walked. `last`
+    receives the last event read (the chain's head when there are no problems)."""
+    rows = _keeping_last(events_after(session, max(state.seq - 1, 0)), last)
     if state.seq == 0:
-        walk(events_after(session, 0), state, visit)
+        walk(rows, state, visit)
         return []
-    rows = events_after(session, state.seq - 1)
     anchor = next(rows, None)
     problems = _anchor_problems(
         state.seq, state.head, anchor if anchor is not None and anchor.seq == state.seq else None
@@ -295,6 +312,15 @@ def _advance_anchored(
     if not problems:
         walk(rows, state, visit)
     return problems
+
+
+def _keeping_last(
+    rows: Iterator[AuditEventRow], last: list[AuditEventRow] | None
+) -> Iterator[AuditEventRow]:
+    for row in rows:
+        if last is not None:
+            last[:] = [row]
+        yield row
 
 
 def _anchor_problems(seq: int, head: str, anchor: AuditEventRow | None) -> list[str]:
