@@ -270,7 +270,8 @@ def check(
         changed = entry is not None and guard.rows_added_since(entry.seq, CONTEXT_TABLES)
         if changed and read.cached:
             # A record, staleness, withdrawal or approval was added since the context
-            # was read: read it again (registry.gate.context_cache).
+            # was read: read it again (registry.gate.context_cache; the cache emptied,
+            # so the check reads, and keeps what it read: no second round).
             contexts.clear()
             return check(
                 database,
@@ -282,7 +283,6 @@ def check(
                 manifests=manifests,
                 policy_release=policy_release,
                 sweep=sweep,
-                reuse_context=False,
             )
         if entry is not None and not read.cached and not changed:
             contexts.keep(plan_ref, limits, entry)

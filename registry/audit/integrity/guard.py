@@ -21,7 +21,9 @@ afford it on every check, so `guard_for(database)` keeps one ledger per Database
    scans read every row (seconds at a million events); CAPGATE_QUARANTINE_SWEEP_S may
    space them out, at the price of seeing an edit at the next sweep, not the next check
    (registry.audit.integrity.sweep).
-3. Rows, for this decision only: every version of each series the decision reads (plan,
+3. Rows, for this decision only, when no sweep ran in the check's snapshot (a sweep
+   that passed there has shown every row of every covered table as verified, the
+   decision's among them): every version of each series the decision reads (plan,
    workload, provider, evidence, and every waiver, since any may apply), the staleness,
    withdrawal and approval rows of those evidence and waiver versions, the previous
    decision whose calibration it reuses, and the recomputation it uses, each against
@@ -33,7 +35,11 @@ afford it on every check, so `guard_for(database)` keeps one ledger per Database
 
 A gate check runs steps 1 to 3 in one reading session (`Guard.check_decision`): one
 snapshot and one walk of the chain. The event verified last is read in the same query
-as the events after it, and the acknowledged problems only when there is a problem.
+as the events after it; the sweep is one statement, which also fingerprints the rows
+and events added since the last sweep and counts the events (a deleted one); the
+acknowledged problems are read only when there is a problem. A passing check of the
+usual kind (one new decision since the last) is four statements: the walk, the sweep,
+the new decision and its plan's name.
 
 Any problem raises Tampered: the gate ends in an error (exit 2), never in allow. Problems
 an admin acknowledged (registry.audit.acknowledgements) are left out.
