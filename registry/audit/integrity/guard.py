@@ -38,8 +38,8 @@ snapshot and one walk of the chain. The event verified last is read in the same 
 as the events after it; the sweep is one statement, which also fingerprints the rows
 and events added since the last sweep and counts the events (a deleted one); the
 acknowledged problems are read only when there is a problem. A passing check of the
-usual kind (one new decision since the last) is four statements: the walk, the sweep,
-the new decision and its plan's name.
+usual kind (one new decision since the last) is three statements after setting its
+isolation level: the walk, the sweep, and the new decision with its plan's name.
 
 Any problem raises Tampered: the gate ends in an error (exit 2), never in allow. Problems
 an admin acknowledged (registry.audit.acknowledgements) are left out.

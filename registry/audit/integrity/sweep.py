@@ -92,6 +92,10 @@ def new_row_problems(session: Session, ledger: Ledger, new: dict[str, list[str]]
         ids = _typed(table, keys)
         if table == R.RECORDS:
             stored = stored_records(repo, repo.records([int(i) for i in ids], content=True))
+        elif table == R.DECISIONS:
+            named = repo.decisions_named([str(i) for i in ids])
+            names = {row.plan_record_id: name for row, name in named if name is not None}
+            stored = stored_rows(table, [row for row, _ in named], plan_names=names)
         else:
             model = MODELS[table]
             stored = stored_rows(table, repo.rows(model, _KEY_ATTRIBUTES[table], ids), repo)
