@@ -91,9 +91,16 @@ def _to_view(
 
 
 def decision_view(
-    row: DecisionRow, plan_name: str, plan_version: int, current_revision: str | None
+    row: DecisionRow,
+    plan_name: str,
+    plan_version: int,
+    current_revision: str | None,
+    document: dict[str, Any] | None = None,
 ) -> DecisionView:
-    document = stored_input(row)
+    """The decision as the API shows it. `document`: its input, when the caller built the
+    row itself (a gate check, before and after storing it): nothing read back to re-hash."""
+    if document is None:
+        document = stored_input(row)
     waivers = json.loads(row.waivers)
     return DecisionView(
         id=row.id,

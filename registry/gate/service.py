@@ -359,9 +359,11 @@ def check(
     input_text = canonical_json(stored_input)
     current = revision if revision != "unknown" else None
     plan_version = context.plan_view.version
-    view = decision_view(decision_row(), context.plan_view.name, plan_version, current)
+    view = decision_view(
+        decision_row(), context.plan_view.name, plan_version, current, stored_input
+    )
     signed = signed_attestation(
-        decision_view(decision_row(), context.plan_view.name, plan_version, None),
+        decision_view(decision_row(), context.plan_view.name, plan_version, None, stored_input),
         context.plan_view.digest,
         planner_version=planner_version_of(stored_input),
         key=signing_key(),
@@ -400,6 +402,8 @@ def check(
                 ROWS_KEY: [decision_entry(row)],
             },
         )
-        return decision_view(row, context.plan_view.name, plan_version, current)
+        # Read back (SQLite keeps another instant): its input re-hashed as any read's.
+        built = stored_input if row.input is input_text else None
+        return decision_view(row, context.plan_view.name, plan_version, current, built)
 
     return database.write(store, principal=principal, now=lambda: moment)
