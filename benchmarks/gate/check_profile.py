@@ -33,7 +33,12 @@ STAGES: tuple[tuple[str, str, str], ...] = (
         "check_decision",
     ),
     ("policy release in force", "registry.gate.service", "release_for_decision"),
-    ("load records (plan context)", "registry.sizing.service", "load_plan_context"),
+    (
+        "plan context from the process's cache",
+        "registry.gate.context_cache:PlanContexts",
+        "read",
+    ),
+    ("load records (plan context, on a miss)", "registry.sizing.service", "load_plan"),
     ("stored recomputation (read, re-hash)", "registry.sizing.service", "_view"),
     ("integrity of the decision's rows", "registry.audit.integrity.guard:Guard", "check_feeds"),
     ("previous decision", "registry.gate.service", "_previous_decision"),
@@ -44,7 +49,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("attestation (read back, statement)", "registry.gate.service", "attest_stored_decision"),
     ("append the audit event", "registry.audit.chain", "append_event"),
     ("store + commit (rest of the write)", "registry.storage.database:Database", "write"),
-    ("response view", "registry.gate.service", "_to_view"),
+    ("decision views (answer and signed statement)", "registry.gate.service", "decision_view"),
 )
 OTHER = "other (sizing, waivers, sessions)"
 

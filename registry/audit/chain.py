@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -45,14 +45,34 @@ def event_body(
     }
 
 
+class ChainHead(NamedTuple):
+    """The chain's last event, as a write read it under the write lock."""
+
+    seq: int
+    hash: str
+    at: datetime
+
+
 def append_event(
-    session: Session, *, principal: str, action: str, payload: dict[str, Any], at: datetime
+    session: Session,
+    *,
+    principal: str,
+    action: str,
+    payload: dict[str, Any],
+    at: datetime,
+    head: ChainHead | None = None,
 ) -> AuditEventRow:
-    last = session.execute(
-        select(AuditEventRow.seq, AuditEventRow.hash, AuditEventRow.at)
-        .order_by(AuditEventRow.seq.desc())
-        .limit(1)
-    ).first()
+    """Append one event after the chain's last one: `head` when the write has already
+    read it in this transaction (under the write lock, so it is still the last), else
+    read here."""
+    last = (
+        head
+        or session.execute(
+            select(AuditEventRow.seq, AuditEventRow.hash, AuditEventRow.at)
+            .order_by(AuditEventRow.seq.desc())
+            .limit(1)
+        ).first()
+    )
     seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
     # The chain's order is its instants' order too (listings sort by (at, seq) on an
     # index): a writer whose clock is behind the last event's stamps that event's instant.

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import inspect
 from sqlalchemy.orm import Session
 
 from registry.audit.chain import as_utc
@@ -252,4 +253,16 @@ def settle(session: Session, row: Any) -> None:
     timestamp other than the Python value handed to it (SQLite drops the zone).
     """
     session.flush()
+    if session.get_bind().dialect.name == "postgresql" and _instants_kept(row):
+        return  # nothing the database keeps differently: one read back (a round trip) saved
     session.refresh(row)
+
+
+def _instants_kept(row: Any) -> bool:
+    """True when PostgreSQL stores every column of `row` as handed to it: a `timestamptz`
+    keeps an aware instant to the microsecond (a naive one is read in the session's
+    zone), and the models have no server-side defaults (registry.storage.models)."""
+    return all(
+        not isinstance(value, datetime) or value.tzinfo is not None
+        for value in (getattr(row, a.key) for a in inspect(row).mapper.column_attrs)
+    )

@@ -76,17 +76,15 @@ def _versioned(row: RecordRow) -> Versioned:
     )
 
 
-def _with_recorded(
-    freshness: Freshness, records: list[tuple[StalenessRow, RecordRow, RecordRow]]
-) -> Freshness:
-    """Add the staleness the registry recorded when newer versions arrived.
+def _recorded_reasons(records: list[tuple[StalenessRow, RecordRow, RecordRow]]) -> list[str]:
+    """The staleness the registry recorded when newer versions arrived, as reasons.
 
     A plan that still pins the version its evidence was measured against is judged
     against what the world is now: evidence made stale by a later workload, provider
     or plan version satisfies no policy, for any plan. The reasons read as `assess`
-    writes them, so a change both see is named once.
+    writes them, so a change both see is named once (`_with_recorded`).
     """
-    reasons = list(freshness.reasons)
+    reasons: list[str] = []
     for staleness, cause, measured in records:
         for change in json.loads(staleness.changes):
             measured_ref = pinned(measured.name, measured.version)
@@ -98,9 +96,78 @@ def _with_recorded(
             ) + f": {Change(**change).describe()}"
             if reason not in reasons:
                 reasons.append(reason)
+    return reasons
+
+
+def _with_recorded(freshness: Freshness, recorded: tuple[str, ...]) -> Freshness:
+    """Add the recorded staleness (`_recorded_reasons`) to what `assess` found."""
+    reasons = list(freshness.reasons)
+    for reason in recorded:
+        if reason not in reasons:
+            reasons.append(reason)
     if reasons == freshness.reasons:
         return freshness
     return replace(freshness, fresh=False, reasons=reasons)
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """One evidence item and everything its freshness is judged on, but the instant."""
+
+    view: RecordView
+    model: LoadTestEvidence
+    workload: Versioned
+    provider: Versioned
+    plan: Versioned | None
+    recorded: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    """A plan's context as read, and what to judge its evidence's freshness again at
+    another instant with (records are immutable: only the clock moves)."""
+
+    context: PlanContext
+    measured: tuple[_Measured, ...]
+    current: tuple[Versioned, Versioned, Versioned]  # the workload, provider and plan
+    limits: StalenessThresholds
+
+    def at(self, now: datetime) -> PlanContext:
+        """The context with its evidence's freshness judged at `now`."""
+        return replace(
+            self.context, evidence=_assessed(self.measured, self.current, now, self.limits)
+        )
+
+
+def _assessed(
+    measured: tuple[_Measured, ...],
+    current: tuple[Versioned, Versioned, Versioned],
+    now: datetime,
+    limits: StalenessThresholds,
+) -> list[EvidenceItem]:
+    workload, provider, plan = current
+    return [
+        EvidenceItem(
+            view=item.view,
+            model=item.model,
+            freshness=_with_recorded(
+                assess(
+                    item.model,
+                    measured_workload=item.workload,
+                    measured_provider=item.provider,
+                    measured_plan=item.plan,
+                    workload=workload,
+                    provider=provider,
+                    plan=plan,
+                    replaced_by=None,
+                    now=now,
+                    limits=limits,
+                ),
+                item.recorded,
+            ),
+        )
+        for item in measured
+    ]
 
 
 def _production(
@@ -137,10 +204,17 @@ def load_plan_context(
     session: Session, *, plan_ref: str, now: datetime, limits: StalenessThresholds
 ) -> PlanContext:
     """The context of a registered plan version."""
+    return load_plan(session, plan_ref=plan_ref, now=now, limits=limits).context
+
+
+def load_plan(
+    session: Session, *, plan_ref: str, now: datetime, limits: StalenessThresholds
+) -> LoadedPlan:
+    """The context of a registered plan version, and how to judge it at another instant."""
     repo = RecordRepository(session)
     plan_row = service.resolve(repo, RecordKind.plan, plan_ref, loc="plan")
     refs = repo.references([plan_row.id])[plan_row.id]
-    return build_context(
+    return build_loaded(
         session,
         plan_row_id=plan_row.id,
         plan_view=service.to_view(plan_row, refs),
@@ -164,6 +238,30 @@ def build_context(
     limits: StalenessThresholds,
 ) -> PlanContext:
     """Evidence with its freshness and the applicable waivers, around one plan."""
+    return build_loaded(
+        session,
+        plan_row_id=plan_row_id,
+        plan_view=plan_view,
+        plan=plan,
+        workload_row=workload_row,
+        provider_row=provider_row,
+        now=now,
+        limits=limits,
+    ).context
+
+
+def build_loaded(
+    session: Session,
+    *,
+    plan_row_id: int,
+    plan_view: RecordView,
+    plan: Versioned,
+    workload_row: RecordRow,
+    provider_row: RecordRow,
+    now: datetime,
+    limits: StalenessThresholds,
+) -> LoadedPlan:
+    """`build_context`, keeping what the evidence's freshness is judged on."""
     repo = RecordRepository(session)
     workload_v, provider_v = _versioned(workload_row), _versioned(provider_row)
     latest: dict[str, RecordRow] = {}
@@ -175,25 +273,25 @@ def build_context(
     latest = {name: row for name, row in latest.items() if row.id not in withdrawn}
     evidence_refs = repo.references([row.id for row in latest.values()])
     recorded = StalenessRepository(session).history([row.id for row in latest.values()])
-    items = []
+    # The versions the evidence was measured against are, as a rule, the plan's own:
+    # validated once.
+    known = {workload_row.id: workload_v, provider_row.id: provider_v}
+
+    def versioned(row: RecordRow) -> Versioned:
+        return known[row.id] if row.id in known else _versioned(row)
+
+    measured = []
     for row in latest.values():
-        model = cast(LoadTestEvidence, service.load_model(row))
         pins = evidence_refs[row.id]
-        freshness = assess(
-            model,
-            measured_workload=_versioned(pins["workload"]),
-            measured_provider=_versioned(pins["provider"]),
-            measured_plan=_versioned(pins["plan"]) if "plan" in pins else None,
-            workload=workload_v,
-            provider=provider_v,
-            plan=plan,
-            replaced_by=None,
-            now=now,
-            limits=limits,
-        )
-        freshness = _with_recorded(freshness, recorded[row.id])
-        items.append(
-            EvidenceItem(view=service.to_view(row, pins), model=model, freshness=freshness)
+        measured.append(
+            _Measured(
+                view=service.to_view(row, pins),
+                model=cast(LoadTestEvidence, service.load_model(row)),
+                workload=versioned(pins["workload"]),
+                provider=versioned(pins["provider"]),
+                plan=_versioned(pins["plan"]) if "plan" in pins else None,
+                recorded=tuple(_recorded_reasons(recorded[row.id])),
+            )
         )
     plan_model = cast(CapacityPlan, plan.model)
     waiver_rows = repo.latest_of_series(RecordKind.waiver.value)
@@ -207,7 +305,8 @@ def build_context(
         )
         for row in waiver_rows
     ]
-    return PlanContext(
+    current = (workload_v, provider_v, plan)
+    context = PlanContext(
         production=_production(repo, plan_model, workload_row, workload_v, limits),
         plan_row_id=plan_row_id,
         plan_view=plan_view,
@@ -216,6 +315,7 @@ def build_context(
         workload=cast(WorkloadProfile, workload_v.model),
         provider_view=service.to_view(provider_row, {}),
         provider=cast(ProviderProfile, provider_v.model),
-        evidence=items,
+        evidence=_assessed(tuple(measured), current, now, limits),
         waivers=[w for w in waivers if w.waiver.plan == plan_model.name],
     )
+    return LoadedPlan(context=context, measured=tuple(measured), current=current, limits=limits)

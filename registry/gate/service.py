@@ -16,12 +16,10 @@ keeps nothing, since keeping a decision would extend a broken chain.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
@@ -35,24 +33,42 @@ from registry.audit.checkpoint import enforce_saved as enforce_saved_checkpoint
 from registry.audit.integrity.feeds import Feeds
 from registry.audit.integrity.guard import Guard, guard_for
 from registry.audit.rows import ROWS_KEY, decision_entry, settle
-from registry.digest import canonical_json, content_digest, sha256_digest
-from registry.errors import CapgateError, FieldProblem, InvalidInput, NotFound, Tampered
+from registry.digest import canonical_json, content_digest
+from registry.errors import CapgateError
 from registry.gate.assemble import gate_input
 from registry.gate.context import PlanContext
+from registry.gate.context_cache import CONTEXT_TABLES, contexts_for
+
+# Reading kept decisions lives in registry.gate.decisions; its verbs are named here too,
+# where the API, the CLI and the reports have always imported them from.
+from registry.gate.decisions import (
+    decision_view,
+    get_decision,
+    get_decision_with_input,
+    list_decisions,
+    stored_input,
+)
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.keys import signing_key
 from registry.policy.input_document import ManifestsInput
 from registry.policy.input_recomputation import CalibrationInput
 from registry.policy.releases import release_for_decision
-from registry.records.references import parse_ref, pinned
-from registry.records.views import TrailPage
+from registry.records.references import parse_ref
 from registry.sizing.service import Sized, read_plan, size_plan
 from registry.staleness.rules import StalenessThresholds
-from registry.storage import keyset
 from registry.storage.database import Database, WriteContext
-from registry.storage.models import DecisionAttestationRow, DecisionRow, RecordRow
-from registry.storage.repository import GateRepository, IntegrityRepository, PlanVersion
+from registry.storage.models import DecisionAttestationRow, DecisionRow
+from registry.storage.repository import GateRepository, IntegrityRepository
+
+__all__ = [
+    "Engine",
+    "check",
+    "get_decision",
+    "get_decision_with_input",
+    "list_decisions",
+    "stored_input",
+]
 
 if TYPE_CHECKING:
     from registry.manifests.consistency import StatedManifests
@@ -94,121 +110,6 @@ def _violation_dicts(decision: EngineDecision) -> list[dict[str, Any]]:
         out,
         key=lambda v: (str(v.get("policy")), str(v.get("rule")), canonical_json(v.get("details"))),
     )
-
-
-def stored_input(row: DecisionRow) -> dict[str, Any]:
-    """The decision's input document, re-hashed against the input digest it was decided
-    on (the stored input also carries the recomputation's digest, outside the digest)."""
-    stored: dict[str, Any] = _parsed(row.input)
-    if row.input_digest == "none":
-        return stored
-    if sha256_digest(_document_text(row.input, stored).encode()) == row.input_digest:
-        return stored
-    # Not the canonical text the digest was taken over: check the parsed content.
-    document = {k: v for k, v in stored.items() if k != "recomputation_digest"}
-    if content_digest(document) != row.input_digest:
-        raise Tampered(
-            f"stored decision {row.id} was altered: its input does not hash to its "
-            f"input digest {row.input_digest}",
-            details={"table": "decisions", "id": row.id},
-        )
-    return stored
-
-
-def _parsed(text: str) -> Any:
-    """JSON text parsed by orjson, 2-3x faster than json on a 7 KB gate input (a
-    third of the time a listed page took, capgate issue 29), where that reads the same:
-    orjson turns an integer beyond 64 bits into a float and refuses NaN, so a text with
-    a number of 19 digits or more, or one orjson refuses, is read by json as before."""
-    if _LONG_NUMBER.search(text) is None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
-
-
-# A number starts after ':', ',' or '['; looking for those first is what keeps the
-# search to microseconds on a 7 KB input full of hex digests.
-_LONG_NUMBER = re.compile(r"[:,\[]\s*-?[0-9]{19}")
-
-
-# Parametrised once: pydantic builds a class per subscription it has not cached.
-DecisionPage = TrailPage[DecisionView]
-
-
-def _document_text(text: str, stored: dict[str, Any]) -> str:
-    """The stored input's text without its `recomputation_digest` member: the canonical
-    text the input digest was taken over, when the row is as written. Hashing it skips
-    re-serialising the document (most of the cost of listing decisions); a text that does
-    not hash right is checked the slow way, so a nested member of the same name that is
-    cut here instead cannot make an intact row look altered."""
-    if "recomputation_digest" not in stored:
-        return text
-    member = '"recomputation_digest":' + json.dumps(stored["recomputation_digest"])
-    for cut in ("," + member, member + ",", member):
-        if cut in text:
-            return text.replace(cut, "", 1)
-    return text
-
-
-def _to_view(
-    row: DecisionRow, plan: RecordRow | PlanVersion, current_revision: str | None
-) -> DecisionView:
-    return _view_of(row, plan.name, plan.version, current_revision)
-
-
-def _view_of(
-    row: DecisionRow, plan_name: str, plan_version: int, current_revision: str | None
-) -> DecisionView:
-    document = stored_input(row)
-    waivers = json.loads(row.waivers)
-    return DecisionView(
-        id=row.id,
-        plan=pinned(plan_name, plan_version),
-        outcome=Outcome(row.outcome),
-        engine=row.engine,
-        bundle_revision=row.bundle_revision,
-        policy_release=row.policy_release,
-        input_digest=row.input_digest,
-        inputs=_input_digests(document),
-        violations=json.loads(row.violations),
-        waived=waivers["waived"],
-        waivers_used=waivers["used"],
-        warnings=json.loads(row.warnings),
-        error=row.error,
-        principal=row.principal,
-        created_at=as_utc(row.created_at),
-        needs_recheck=(
-            None
-            if current_revision is None
-            else row.outcome == Outcome.allow.value and row.bundle_revision != current_revision
-        ),
-    )
-
-
-def _input_digests(document: dict[str, Any]) -> dict[str, Any]:
-    """The refs and digests of every input a decision rests on, for auditors."""
-    if not document:
-        return {}
-    out: dict[str, Any] = {
-        role: {"ref": document[role]["ref"], "digest": document[role]["digest"]}
-        for role in ("plan", "workload", "provider")
-        if role in document
-    }
-    out["evidence"] = [
-        {"ref": e["ref"], "digest": e["digest"], "fresh": e["fresh"]}
-        for e in document.get("evidence", [])
-    ]
-    if "recomputation_digest" in document:
-        out["recomputation"] = document["recomputation_digest"]
-    manifests = document.get("manifests") or {}
-    if manifests.get("checked"):
-        out["manifests"] = {
-            "compared_fields": manifests.get("compared_fields", 0),
-            "files": manifests.get("files", {}),
-        }
-    return out
 
 
 def _previous_decision(
@@ -299,6 +200,7 @@ def check(
     manifests: StatedManifests | ManifestsInput | None = None,
     policy_release: str | None = None,
     sweep: bool = True,
+    reuse_context: bool = True,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
 
@@ -314,9 +216,12 @@ def check(
     Raises Tampered, storing nothing, when the registry fails its integrity check.
     ``sweep=False``: the registry-wide fingerprint scans are skipped (a batch of checks,
     such as a recheck, runs them once, with its first check); the rest still runs.
+    ``reuse_context=False``: the plan's context is read, not taken from the process's
+    cache (registry.gate.context_cache), nor kept there.
     """
     moment = now or datetime.now(UTC)
     guard = guard_for(database)
+    contexts = contexts_for(database)
     failure: Exception | None = None
     # Everything the decision reads, in one session: the integrity check below verifies
     # it (and the whole registry) before anything is decided or stored.
@@ -328,9 +233,12 @@ def check(
             in_force = release_for_decision(
                 session, engine_revision=engine.revision, pinned=policy_release
             )
-            context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
+            if reuse_context:
+                read = contexts.read(session, plan_ref=plan_ref, now=moment, limits=limits)
+                context, sized = read.context, read.sized
+            else:
+                context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
             last = _previous_decision(session, context.plan.name) if sized else None
-            feeds = _context_feeds(session, context) if sized else None
         except Exception as exc:
             failure = exc
     if failure is not None:
@@ -338,7 +246,7 @@ def check(
         # a quarantine, not a 404; a record edited in place, not only its own error).
         guard.check_registry(database, sweep=sweep)
         raise failure
-    if sized is None or feeds is None:
+    if sized is None:
         # The planner must run: the registry and this plan's rows are verified before
         # it runs or its result is stored, as `size_plan` promises its `verify`.
         guard.check_registry(database, sweep=sweep)
@@ -346,16 +254,38 @@ def check(
     else:
         # The stored recomputation is reused: the whole registry (the quarantine) and
         # every row the decision rests on, in one snapshot and one walk of the chain.
-        guard.check_decision(
-            database,
-            Feeds(
-                record_ids=feeds.record_ids,
-                decision_ids=frozenset([last[0]] if last else []),
-                recomputation_ids=frozenset([sized.row_id]),
+        # Which rows those are is read only if the guard needs them (no sweep passed).
+        reused, previous_id = sized, last[0] if last else None
+
+        def feeds(session: Session) -> Feeds:
+            return Feeds(
+                record_ids=_context_feeds(session, reused.context).record_ids,
+                decision_ids=frozenset([previous_id] if previous_id else []),
+                recomputation_ids=frozenset([reused.row_id]),
                 every_waiver=True,
-            ),
-            sweep=sweep,
-        )
+            )
+
+        guard.check_decision(database, feeds, sweep=sweep)
+        entry = read.entry if reuse_context else None
+        changed = entry is not None and guard.rows_added_since(entry.seq, CONTEXT_TABLES)
+        if changed and read.cached:
+            # A record, staleness, withdrawal or approval was added since the context
+            # was read: read it again (registry.gate.context_cache; the cache emptied,
+            # so the check reads, and keeps what it read: no second round).
+            contexts.clear()
+            return check(
+                database,
+                engine,
+                plan_ref=plan_ref,
+                principal=principal,
+                limits=limits,
+                now=moment,
+                manifests=manifests,
+                policy_release=policy_release,
+                sweep=sweep,
+            )
+        if entry is not None and not read.cached and not changed:
+            contexts.keep(plan_ref, limits, entry)
     context = sized.context
     previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}
@@ -429,9 +359,11 @@ def check(
     input_text = canonical_json(stored_input)
     current = revision if revision != "unknown" else None
     plan_version = context.plan_view.version
-    view = _view_of(decision_row(), context.plan_view.name, plan_version, current)
+    view = decision_view(
+        decision_row(), context.plan_view.name, plan_version, current, stored_input
+    )
     signed = signed_attestation(
-        _view_of(decision_row(), context.plan_view.name, plan_version, None),
+        decision_view(decision_row(), context.plan_view.name, plan_version, None, stored_input),
         context.plan_view.digest,
         planner_version=planner_version_of(stored_input),
         key=signing_key(),
@@ -439,7 +371,7 @@ def check(
     )
 
     def store(ctx: WriteContext) -> DecisionView:
-        guard.check_append(ctx.session)  # never extend a chain that does not verify
+        ctx.head = guard.check_append(ctx.session)  # never extend a chain that does not verify
         row = decision_row()
         GateRepository(ctx.session).add(row)
         settle(ctx.session, row)
@@ -470,74 +402,8 @@ def check(
                 ROWS_KEY: [decision_entry(row)],
             },
         )
-        return _view_of(row, context.plan_view.name, plan_version, current)
+        # Read back (SQLite keeps another instant): its input re-hashed as any read's.
+        built = stored_input if row.input is input_text else None
+        return decision_view(row, context.plan_view.name, plan_version, current, built)
 
     return database.write(store, principal=principal, now=lambda: moment)
-
-
-def get_decision(
-    session: Session, decision_id: str, *, current_revision: str | None
-) -> DecisionView:
-    return get_decision_with_input(session, decision_id, current_revision=current_revision)[0]
-
-
-def get_decision_with_input(
-    session: Session, decision_id: str, *, current_revision: str | None
-) -> tuple[DecisionView, dict[str, Any]]:
-    """The decision and the input document it was taken on (re-hashed against its input
-    digest; it carries the recomputation's digest as `recomputation_digest`). An error
-    decision taken before its input was assembled has an empty one."""
-    try:
-        uuid.UUID(decision_id)
-    except ValueError:
-        raise InvalidInput(
-            "invalid decision id",
-            problems=[
-                FieldProblem("decision_id", f"{decision_id!r} is not a decision id (a UUID)")
-            ],
-        ) from None
-    repo = GateRepository(session)
-    row = repo.decision(decision_id)
-    if row is None:
-        raise NotFound(f"no decision {decision_id}")
-    plan = session.get(RecordRow, row.plan_record_id)
-    assert plan is not None  # foreign key
-    return _to_view(row, plan, current_revision), stored_input(row)
-
-
-def list_decisions(
-    session: Session,
-    *,
-    plan: str | None = None,
-    outcome: Outcome | None = None,
-    principal: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 50,
-    offset: int = 0,
-    cursor: str | None = None,
-    total: bool = False,
-    current_revision: str | None = None,
-) -> TrailPage[DecisionView]:
-    # `plan` is a name (every version) or name@vN (decisions on that version only).
-    pinned_version = re.fullmatch(r"(?P<name>.+)@v(?P<version>[1-9][0-9]{0,8})", plan or "")
-    rows, counted = GateRepository(session).decisions(
-        plan_name=pinned_version["name"] if pinned_version else plan,
-        plan_version=int(pinned_version["version"]) if pinned_version else None,
-        outcome=outcome.value if outcome else None,
-        principal=principal,
-        since=since,
-        until=until,
-        limit=limit,
-        offset=offset,
-        after=keyset.decode(cursor, str) if cursor else None,
-        count=total,
-    )
-    page, next_cursor = keyset.split(rows, limit, lambda row: (row[0].created_at, row[0].id))
-    return DecisionPage(
-        items=[_to_view(d, p, current_revision) for d, p in page],
-        total=counted,
-        limit=limit,
-        offset=offset,
-        next_cursor=next_cursor,
-    )

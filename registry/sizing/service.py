@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from registry.audit.chain import as_utc
 from registry.digest import canonical_json, content_digest
 from registry.errors import Tampered
-from registry.gate.context import PlanContext, load_plan_context
+from registry.gate.context import LoadedPlan, PlanContext, load_plan
 from registry.planner.result import PlanRecomputation
 from registry.planner.version import PLANNER_VERSION
 from registry.staleness.rules import StalenessThresholds
@@ -153,14 +153,29 @@ def read_plan(
 ) -> tuple[PlanContext, Sized | None]:
     """The plan's context and its stored recomputation when its inputs are unchanged
     (None: `size_plan` would compute one), read in the caller's session."""
-    context = load_plan_context(session, plan_ref=plan_ref, now=now, limits=limits)
+    loaded, sized = read_loaded_plan(session, plan_ref=plan_ref, now=now, limits=limits, seed=seed)
+    return loaded.context, sized
+
+
+def read_loaded_plan(
+    session: Session,
+    *,
+    plan_ref: str,
+    now: datetime,
+    limits: StalenessThresholds,
+    seed: int = DEFAULT_SEED,
+) -> tuple[LoadedPlan, Sized | None]:
+    """`read_plan`, keeping how to judge the context at another instant (the gate's
+    per-process cache of plan contexts: registry.gate.context_cache)."""
+    loaded = load_plan(session, plan_ref=plan_ref, now=now, limits=limits)
+    context = loaded.context
     existing = GateRepository(session).recomputation(
         context.plan_row_id, inputs_key(context), PLANNER_VERSION, calibration_key(context), seed
     )
     if existing is None:
-        return context, None
+        return loaded, None
     view = _view(existing, context.plan_view.ref)
-    return context, Sized(context=context, view=view, row_id=existing.id)
+    return loaded, Sized(context=context, view=view, row_id=existing.id)
 
 
 def size_plan(

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -45,6 +45,9 @@ from sqlalchemy.pool import NullPool
 from registry.errors import Conflict, Unavailable
 from registry.storage.schema_version import ensure_current
 from registry.storage.sqlite_reads import read_only_uri, sqlite_read_only_reason
+
+if TYPE_CHECKING:
+    from registry.audit.chain import ChainHead
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -68,6 +71,9 @@ class WriteContext:
     principal: str
     now: datetime
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # The chain's last event when the work read it already (the gate's chain check, under
+    # the write lock): its first event follows it without reading it again.
+    head: ChainHead | None = None
 
     def record_event(self, action: str, payload: dict[str, Any]) -> None:
         """Ask the unit of work to append an audit event in this same transaction."""
@@ -299,13 +305,14 @@ class Database:
                     self._take_write_lock(session)
                     context = WriteContext(session=session, principal=principal, now=clock())
                     result = work(context)
-                    for action, payload in context.events:
+                    for index, (action, payload) in enumerate(context.events):
                         append_event(
                             session,
                             principal=principal,
                             action=action,
                             payload=payload,
                             at=context.now,
+                            head=context.head if index == 0 else None,
                         )
                     session.commit()
                     return result

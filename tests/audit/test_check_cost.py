@@ -15,14 +15,27 @@ import pytest
 from sqlalchemy import event
 
 from registry.errors import Tampered
+from registry.gate.views import DecisionView
 from registry.policy.embedded import EmbeddedEngine
 from registry.storage.database import Database
-from tests.audit.conftest import decisions, gate, record_id, sql, submit
-from tests.factories import example
+from tests.audit.conftest import (
+    NOW,
+    PLAN,
+    HouseRule,
+    decisions,
+    gate,
+    record_id,
+    sql,
+    submit,
+)
+from tests.audit.test_rows import _waiver
+from tests.factories import approve_waiver, example
 
-# The profile (benchmarks/gate/check_profile.py) counts about 45; the margin absorbs a
-# query added for a good reason, not a query per decision.
-MAX_STATEMENTS = 60
+# The profile (benchmarks/gate/check_profile.py) counts 13 on a repeated check (its plan
+# context cached, its sweep passing) and 42 before both; the margin absorbs a query added
+# for a good reason (and SQLite's BEGIN), not a query per decision nor the context read
+# again on every check.
+MAX_STATEMENTS = 22
 
 
 @contextmanager
@@ -71,3 +84,79 @@ def test_a_plan_deleted_in_sql_is_a_quarantine_not_an_unknown_plan(
     assert message.startswith("the registry is quarantined: "), message
     assert f"records id {canary}" in message and "missing from the table" in message
     assert decisions(registered) == kept
+
+
+def test_a_repeated_check_reads_no_record_until_one_is_added(
+    registered: Database, denied: DecisionView, engine: EmbeddedEngine
+) -> None:
+    """The plan's context is kept per process (registry.gate.context_cache): a repeated
+    check reads no record, and a waiver added and approved since is in the next one."""
+    house = HouseRule(engine)
+    gate(registered, house)  # reads the context and keeps it
+    with counted(registered) as repeated:
+        assert gate(registered, house).outcome.value == "deny"
+    assert [s for s in repeated if "records.content" in s] == [], "\n".join(repeated)
+    submit(registered, "waiver", _waiver())
+    approve_waiver(registered, "freeze-exception@v1", at=NOW)
+    waived = gate(registered, house)  # the cached context had no waiver
+    assert waived.outcome.value == "allow"
+    assert [w["policy"] for w in waived.waived] == ["change_freeze"]
+    with counted(registered) as again:
+        assert gate(registered, house).outcome.value == "allow"
+    assert [s for s in again if "records.content" in s] == [], "\n".join(again)
+
+
+def test_a_passing_sweep_stands_for_the_decisions_own_rows(
+    registered: Database, engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep that passed in the check's snapshot has verified every row, so the rows the
+    decision rests on are not read again; between spaced sweeps they are, and an edit of
+    one is refused at once (the sweep would see it later)."""
+    from registry.audit.integrity.sweep import SWEEP_ENV
+
+    gate(registered, engine)
+    with counted(registered) as swept:
+        gate(registered, engine)
+    # The decision's rows, with their records' refs and raw digests, are read only
+    # between sweeps.
+    assert not [s for s in swept if "evidence_raw_digests.sha256" in s], swept
+    monkeypatch.setenv(SWEEP_ENV, "3600")
+    with counted(registered) as spaced:
+        gate(registered, engine)
+    assert [s for s in spaced if "evidence_raw_digests.sha256" in s], spaced
+    plan = record_id(registered, "plan", PLAN, 1)
+    sql(registered, "UPDATE records SET created_by = 'mallory' WHERE id = :r", r=plan)
+    with pytest.raises(Tampered) as refused:
+        gate(registered, engine)
+    assert f"records id {plan}" in refused.value.message, refused.value.message
+    assert "created_by is 'mallory'" in refused.value.message
+
+
+def test_a_row_written_again_unchanged_does_not_quarantine(
+    registered: Database, allowed: DecisionView, engine: EmbeddedEngine
+) -> None:
+    """On PostgreSQL the sweep sees each row's version: a row written again with the same
+    values differs from the baseline, every row is then checked, none differs, and the
+    check decides (the baseline moves on)."""
+    sql(registered, "UPDATE decisions SET outcome = outcome WHERE id = :d", d=allowed.id)
+    assert gate(registered, engine).outcome.value == "allow"
+    assert gate(registered, engine).outcome.value == "allow"
+
+
+@pytest.mark.parametrize("hashed", ["versions", "content"])
+def test_a_flipped_decision_quarantines_whatever_the_sweep_hashes(
+    registered: Database,
+    denied: DecisionView,
+    engine: EmbeddedEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    hashed: str,
+) -> None:
+    from registry.storage.fingerprints import SWEEP_HASH_ENV
+
+    monkeypatch.setenv(SWEEP_HASH_ENV, hashed)
+    gate(registered, engine)  # the baseline, hashed this way
+    sql(registered, "UPDATE decisions SET outcome = 'allow' WHERE id = :d", d=denied.id)
+    with pytest.raises(Tampered) as refused:
+        gate(registered, engine)
+    assert refused.value.message.startswith("the registry is quarantined: ")
+    assert f"decisions {denied.id}" in refused.value.message

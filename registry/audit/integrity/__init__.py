@@ -19,7 +19,7 @@ The parts:
   (`guard_for`); its module text says how;
 - `sweep`: the guard's whole-registry check between two checks (the quarantine): the
   rows recorded since, and one fingerprint scan per table;
-- `feeds`: the guard's check of the rows one decision rests on.
+- `feeds`: the guard's check of the rows one decision rests on (when no sweep ran).
 
 This module imports nothing (registry.audit's packages sit in the features layer).
 """

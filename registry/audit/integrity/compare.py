@@ -153,14 +153,22 @@ def stored_records(repo: IntegrityRepository, rows: list[Any]) -> dict[str, Stor
 
 
 def stored_rows(
-    table: str, rows: Iterable[Any], repo: IntegrityRepository | None = None
+    table: str,
+    rows: Iterable[Any],
+    repo: IntegrityRepository | None = None,
+    plan_names: dict[int, str] | None = None,
 ) -> dict[str, Stored]:
     out: dict[str, Stored] = {}
     rows = list(rows)
     # A decision's plan name is a copy of its plan record's (listing by plan uses it):
-    # not in the audit entry, so checked against the record here.
+    # not in the audit entry, so checked against the record here (`plan_names`, record
+    # id -> name, when the caller read them with the rows).
     names = (
-        {r.id: r.name for r in repo.records({row.plan_record_id for row in rows}, content=False)}
+        plan_names
+        if plan_names is not None
+        else {
+            r.id: r.name for r in repo.records({row.plan_record_id for row in rows}, content=False)
+        }
         if table == R.DECISIONS and repo is not None and rows
         else {}
     )

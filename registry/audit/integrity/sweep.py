@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from registry.audit import rows as R
 from registry.audit.integrity.compare import MODELS, Events, compare, stored_records, stored_rows
 from registry.audit.integrity.ledger import Ledger
-from registry.storage.fingerprints import Fingerprint, fingerprint
+from registry.storage.fingerprints import Fingerprint
 from registry.storage.models import (
     DecisionRow,
     PolicyReleaseApprovalRow,
@@ -92,6 +92,10 @@ def new_row_problems(session: Session, ledger: Ledger, new: dict[str, list[str]]
         ids = _typed(table, keys)
         if table == R.RECORDS:
             stored = stored_records(repo, repo.records([int(i) for i in ids], content=True))
+        elif table == R.DECISIONS:
+            named = repo.decisions_named([str(i) for i in ids])
+            names = {row.plan_record_id: name for row, name in named if name is not None}
+            stored = stored_rows(table, [row for row, _ in named], plan_names=names)
         else:
             model = MODELS[table]
             stored = stored_rows(table, repo.rows(model, _KEY_ATTRIBUTES[table], ids), repo)
@@ -99,18 +103,26 @@ def new_row_problems(session: Session, ledger: Ledger, new: dict[str, list[str]]
     return problems
 
 
-def expected_fingerprints(
-    session: Session, baseline: Baseline, new: dict[str, list[str]]
-) -> dict[str, Fingerprint]:
-    """The baseline plus the fingerprints of the rows recorded since."""
-    out = dict(baseline.tables)
+def added_rows(new: dict[str, list[str]]) -> dict[str, list[int | str]]:
+    """The keys, per fingerprinted table, of the rows recorded since the baseline (a
+    record's recorded fields include its refs and raw digests, kept beside it)."""
+    out: dict[str, list[int | str]] = {}
     for table, keys in new.items():
-        # A record's recorded fields include its refs and raw digests, kept beside it.
         tables = (
             (R.RECORDS, "record_refs", "evidence_raw_digests") if table == R.RECORDS else (table,)
         )
         for name in tables:
-            out[name] = plus(out[name], fingerprint(session, name, _typed(table, keys)))
+            out.setdefault(name, []).extend(_typed(table, keys))
+    return out
+
+
+def expected_fingerprints(
+    baseline: Baseline, added: dict[str, Fingerprint]
+) -> dict[str, Fingerprint]:
+    """The baseline plus the fingerprints of the rows (and events) added since."""
+    out = dict(baseline.tables)
+    for table, print_ in added.items():
+        out[table] = plus(out[table], print_)
     return out
 
 

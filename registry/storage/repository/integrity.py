@@ -9,6 +9,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from registry.storage.models import (
+    DecisionRow,
     EvidenceRawDigestRow,
     RecordRefRow,
     RecordRow,
@@ -119,6 +120,19 @@ class IntegrityRepository:
         out: dict[int, list[str]] = {}
         for record_id, digest in rows:
             out.setdefault(record_id, []).append(digest)
+        return out
+
+    def decisions_named(self, ids: Iterable[str]) -> list[tuple[DecisionRow, str | None]]:
+        """Decision rows with the name of the plan record each is filed under (None when
+        that record is gone), one statement a chunk instead of two."""
+        out: list[tuple[DecisionRow, str | None]] = []
+        for chunk in chunks(ids):
+            rows = self.session.execute(
+                select(DecisionRow, RecordRow.name)
+                .outerjoin(RecordRow, RecordRow.id == DecisionRow.plan_record_id)
+                .where(DecisionRow.id.in_(chunk))
+            )
+            out += [(row, name) for row, name in rows]
         return out
 
     def rows(
