@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from registry.storage import migrate
 from registry.storage.database import Database
 from registry.wiring import install
+from tests.support.cli_registry import copy_registry, local_env, seed_worked_example
 from tests.support.opa_server import running_opa
 from tests.support.real_parts import absent
 
@@ -119,3 +120,45 @@ def opa_url(opa_binary: Path) -> Iterator[str]:
     """One OPA server for the session; tests that change its bundle use their own."""
     with running_opa(opa_binary) as url:
         yield url
+
+
+# ---- the worked example's local registry, for the tests that run the CLI ---------------
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worked example registered through the CLI and sized, once per test session
+    (per xdist worker): a template SQLite file, never written by a test."""
+    return seed_worked_example(tmp_path_factory.mktemp("seeded"))
+
+
+@pytest.fixture
+def env(seeded: Path, tmp_path: Path) -> dict[str, str]:
+    """A migrated local registry holding the worked example (a copy of `seeded`): the
+    environment of `capgate` on it."""
+    return local_env(copy_registry(seeded, tmp_path))
+
+
+# ---- the order files start in: the longest first ------------------------------------------
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked `long` first, longest first; then the others, most tests first.
+
+    scripts/test.sh runs two workers, one file each at a time, in this order
+    (`--dist loadfile --no-loadscope-reorder`): a long file started last would leave the
+    other core idle at the end, so the long ones start first and the short ones fill in.
+    The order inside a file is kept (its module fixtures are set up once).
+    """
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def weight(file_items: list[pytest.Item]) -> tuple[float, int]:
+        marker = file_items[0].get_closest_marker("long")
+        seconds = float(marker.args[0]) if marker is not None else 0.0
+        return seconds, len(file_items)
+
+    # sorted() is stable: files of equal weight keep their collection order.
+    ordered = sorted(files.values(), key=weight, reverse=True)
+    items[:] = [item for file_items in ordered for item in file_items]

@@ -22,6 +22,9 @@ from tests.cli.test_cli import capgate, running_server
 from tests.factories import EXAMPLE_KINDS, example, example_path
 from tests.support.fixtures import own, shared_root
 
+# Started first by tests/conftest.py: each test four times: local and server, SQLite and PostgreSQL.
+pytestmark = pytest.mark.long(70)
+
 # Real files from ../shared/fixtures; a test that uses one skips when it is absent.
 FIX = shared_root()
 MULTI = (

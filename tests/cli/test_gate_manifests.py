@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.cli import test_gate_cli as gate_cli
+import pytest
+
 from tests.cli.test_gate_cli import capgate
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
 
-PLAN = "chat-assistant-prod"
+# Started first by tests/conftest.py: gate checks of new plan versions (the planner
+# runs in each process).
+pytestmark = pytest.mark.long(80)
 
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
+PLAN = "chat-assistant-prod"
 
 
 def decisions(env: dict[str, str]) -> int:

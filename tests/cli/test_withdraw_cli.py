@@ -17,6 +17,10 @@ from registry.storage.database import Database
 from tests.cli.test_cli import capgate, running_server
 from tests.factories import EXAMPLE_KINDS, example, example_path
 
+# Started first by tests/conftest.py: each test four times (local and server, SQLite
+# and PostgreSQL), real processes.
+pytestmark = pytest.mark.long(150)
+
 EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 REASON = "replayed the wrong trace: the batch class ran at half its rate"
 
