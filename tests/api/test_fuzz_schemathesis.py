@@ -21,10 +21,10 @@ from tests.support.fuzz import fuzz, fuzz_server
 
 # The budget: 5 positive and 5 negative cases per operation, about 450 requests, about
 # 30 s per backend on an idle core (generation dominates, not the server); it was 8 and 8.
-# Hypothesis draws the simplest case of each operation first (empty strings and bodies,
-# zero, the shortest lists) and every schema example (the explicit phase), then random
-# ones, so a smaller budget drops repeats of random shapes, not the edge cases;
-# derandomised, every run sends the same requests. benchmarks/api/bench_fuzz.py runs many more.
+# Hypothesis tries each operation's simplest case first (empty strings and bodies, zero,
+# the shortest lists), then random ones: a smaller budget drops repeats of random shapes,
+# not that edge. Derandomised: every run sends the same requests.
+# benchmarks/api/bench_fuzz.py runs the same harness with many more cases.
 EXAMPLES_PER_OPERATION = 5
 
 # This file's backend; the other file imports the test and names PostgreSQL.
