@@ -26,7 +26,7 @@ from tests.factories import (
 )
 from tests.gate.test_manifest_consistency import drifted
 from tests.support.cli_process import CAPGATE, capgate
-from tests.support.cli_registry import import_load_test, local_env
+from tests.support.cli_registry import import_load_test
 from tests.support.opa_server import free_port, running_opa
 
 # Started first by tests/conftest.py: about 25 release-pipeline runs of real `capgate` processes.
@@ -37,7 +37,6 @@ __all__ = ["CAPGATE", "capgate", "import_load_test"]  # the other CLI tests use 
 
 # The worked example's registry (`seeded`, `env`) is tests/conftest.py's: built once per
 # test session through the CLI, sized once, copied for each test.
-_env = local_env
 
 
 def test_allow_exits_0_with_one_line_verdict(env: dict[str, str]) -> None:
