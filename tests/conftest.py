@@ -80,13 +80,20 @@ def _empty_tables(database: Database) -> None:
         )
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite registry migrated once per session: the tests get copies (a file
+    copy instead of running every migration again for each test)."""
+    path = tmp_path_factory.mktemp("migrated") / "registry.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    return path
+
+
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty registry database URL on each backend."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'registry.db'}"
-        migrate.upgrade(url)
-        yield url
+        yield f"sqlite:///{copy_registry(request.getfixturevalue('migrated_sqlite'), tmp_path)}"
         return
     url = request.getfixturevalue("migrated_postgres_url")
     database = Database(url)
