@@ -30,7 +30,7 @@ from tests.support.cli_registry import import_load_test
 from tests.support.opa_server import free_port, running_opa
 
 # Started first by tests/conftest.py: about 25 release-pipeline runs of real `capgate` processes.
-pytestmark = pytest.mark.long(150)
+pytestmark = pytest.mark.long(100)
 
 __all__ = ["CAPGATE", "capgate", "import_load_test"]  # the other CLI tests use these
 

@@ -14,7 +14,7 @@ from tests.support.cli_runner import capgate_in_process
 
 # Started first by tests/conftest.py: gate checks of new plan versions (the planner
 # runs in each process).
-pytestmark = pytest.mark.long(80)
+pytestmark = pytest.mark.long(60)
 
 PLAN = "chat-assistant-prod"
 
