@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from registry.storage import migrate
 from registry.storage.database import Database
+from registry.storage.models import Base
 from registry.wiring import install
 from tests.support.cli_registry import copy_registry, local_env, seed_worked_example
 from tests.support.opa_server import running_opa
@@ -69,15 +70,21 @@ def migrated_postgres_url(postgres_url: str) -> str:
 
 
 def _empty_tables(database: Database) -> None:
+    """Every registry table emptied and its ids restarted at 1 (as TRUNCATE ... RESTART
+    IDENTITY would): DELETE, children first, is several times faster than a TRUNCATE of
+    the tables on a loaded machine (a TRUNCATE writes new files for each), and it runs
+    before every PostgreSQL test."""
     with database.engine.begin() as connection:
-        connection.execute(
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+        sequences = connection.execute(
             text(
-                "TRUNCATE staleness, decision_attestations, decisions, recomputations, "
-                "waiver_approvals, policy_release_approvals, policy_releases, api_tokens, "
-                "policy_decision_logs, policy_bundles, series_owners, record_refs, "
-                "records, audit_events RESTART IDENTITY CASCADE"
+                "SELECT sequence_name FROM information_schema.sequences "
+                "WHERE sequence_schema = current_schema()"
             )
-        )
+        ).scalars()
+        for sequence in list(sequences):
+            connection.execute(text(f'ALTER SEQUENCE "{sequence}" RESTART'))
 
 
 @pytest.fixture(scope="session")
