@@ -24,7 +24,7 @@ from tests.support.cli_runner import capgate_in_process
 from tests.support.fixtures import own, shared_root
 
 # Started first by tests/conftest.py: each test four times: local and server, SQLite and PostgreSQL.
-pytestmark = pytest.mark.long(50)
+pytestmark = pytest.mark.long(55)
 
 # Real files from ../shared/fixtures; a test that uses one skips when it is absent.
 FIX = shared_root()

@@ -6,15 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.cli.test_gate_cli import capgate
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
 from tests.support.cli_runner import capgate_in_process
-
-# Started first by tests/conftest.py: gate checks of new plan versions (the planner
-# runs in each process).
-pytestmark = pytest.mark.long(60)
 
 PLAN = "chat-assistant-prod"
 

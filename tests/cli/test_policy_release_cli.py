@@ -16,7 +16,7 @@ from tests.cli.test_gate_cli import CAPGATE, capgate
 from tests.support.serve import capgate_serve
 
 # Started first by tests/conftest.py: release journeys of real processes.
-pytestmark = pytest.mark.long(70)
+pytestmark = pytest.mark.long(20)
 
 RELEASE = "capgate-policies@v1"
 

@@ -21,7 +21,7 @@ from tests.support.cli_runner import capgate_in_process
 
 # Started first by tests/conftest.py: each test four times (local and server, SQLite
 # and PostgreSQL), real processes.
-pytestmark = pytest.mark.long(70)
+pytestmark = pytest.mark.long(25)
 
 EVIDENCE = "chat-assistant-h100-mixed-2026-11"
 REASON = "replayed the wrong trace: the batch class ran at half its rate"
