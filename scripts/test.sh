@@ -67,6 +67,9 @@ fi
 step "pytest"
 # Two workers, one test file each at a time (module fixtures stay per file): the suite
 # is CPU-bound and CI has two cores. Each worker gets its own PostgreSQL database and
-# OPA server (tests/conftest.py).
+# OPA server (tests/conftest.py). Files start in the order tests/conftest.py gives them
+# (the long ones first, so that no long file runs alone at the end): xdist's own reorder
+# (most tests first) is turned off.
 # The 20 slowest tests are listed after the run, so a test that grows is seen.
-.venv/bin/pytest -n "${CAPGATE_TEST_WORKERS:-2}" --dist loadfile --durations=20 "$@"
+.venv/bin/pytest -n "${CAPGATE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
+    --durations=20 "$@"

@@ -18,7 +18,9 @@ from sqlalchemy.engine import make_url
 
 from registry.storage import migrate
 from registry.storage.database import Database
+from registry.storage.models import Base
 from registry.wiring import install
+from tests.support.cli_registry import copy_registry, local_env, seed_worked_example
 from tests.support.opa_server import running_opa
 from tests.support.real_parts import absent
 
@@ -68,24 +70,37 @@ def migrated_postgres_url(postgres_url: str) -> str:
 
 
 def _empty_tables(database: Database) -> None:
+    """Every registry table emptied and its ids restarted at 1 (as TRUNCATE ... RESTART
+    IDENTITY would): DELETE, children first, is several times faster than a TRUNCATE of
+    the tables on a loaded machine (a TRUNCATE writes new files for each), and it runs
+    before every PostgreSQL test."""
     with database.engine.begin() as connection:
-        connection.execute(
+        for table in reversed(Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+        sequences = connection.execute(
             text(
-                "TRUNCATE staleness, decision_attestations, decisions, recomputations, "
-                "waiver_approvals, policy_release_approvals, policy_releases, api_tokens, "
-                "policy_decision_logs, policy_bundles, series_owners, record_refs, "
-                "records, audit_events RESTART IDENTITY CASCADE"
+                "SELECT sequence_name FROM information_schema.sequences "
+                "WHERE sequence_schema = current_schema()"
             )
-        )
+        ).scalars()
+        for sequence in list(sequences):
+            connection.execute(text(f'ALTER SEQUENCE "{sequence}" RESTART'))
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite registry migrated once per session: the tests get copies (a file
+    copy instead of running every migration again for each test)."""
+    path = tmp_path_factory.mktemp("migrated") / "registry.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    return path
 
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty registry database URL on each backend."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'registry.db'}"
-        migrate.upgrade(url)
-        yield url
+        yield f"sqlite:///{copy_registry(request.getfixturevalue('migrated_sqlite'), tmp_path)}"
         return
     url = request.getfixturevalue("migrated_postgres_url")
     database = Database(url)
@@ -119,3 +134,45 @@ def opa_url(opa_binary: Path) -> Iterator[str]:
     """One OPA server for the session; tests that change its bundle use their own."""
     with running_opa(opa_binary) as url:
         yield url
+
+
+# ---- the worked example's local registry, for the tests that run the CLI ---------------
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worked example registered through the CLI and sized, once per test session
+    (per xdist worker): a template SQLite file, never written by a test."""
+    return seed_worked_example(tmp_path_factory.mktemp("seeded"))
+
+
+@pytest.fixture
+def env(seeded: Path, tmp_path: Path) -> dict[str, str]:
+    """A migrated local registry holding the worked example (a copy of `seeded`): the
+    environment of `capgate` on it."""
+    return local_env(copy_registry(seeded, tmp_path))
+
+
+# ---- the order files start in: the longest first ------------------------------------------
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked `long` first, longest first; then the others, most tests first.
+
+    scripts/test.sh runs two workers, one file each at a time, in this order
+    (`--dist loadfile --no-loadscope-reorder`): a long file started last would leave the
+    other core idle at the end, so the long ones start first and the short ones fill in.
+    The order inside a file is kept (its module fixtures are set up once).
+    """
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def weight(file_items: list[pytest.Item]) -> tuple[float, int]:
+        marker = file_items[0].get_closest_marker("long")
+        seconds = float(marker.args[0]) if marker is not None else 0.0
+        return seconds, len(file_items)
+
+    # sorted() is stable: files of equal weight keep their collection order.
+    ordered = sorted(files.values(), key=weight, reverse=True)
+    items[:] = [item for file_items in ordered for item in file_items]

@@ -4,8 +4,6 @@ from outside the file, and a screenshot kept for review."""
 
 from __future__ import annotations
 
-import functools
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,9 +12,7 @@ from pathlib import Path
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 
-from registry.storage import migrate
 from tests.support.browser import external_requests, png_size, rendered
-from tests.support.worked_example import import_load_test, submit_records
 
 
 def capgate(env: dict[str, str], *args: str) -> str:
@@ -28,17 +24,12 @@ def capgate(env: dict[str, str], *args: str) -> str:
 
 
 def test_the_worked_examples_report_reads_in_a_browser(
-    browser: WebDriver, screenshot: Callable[[WebDriver, str], Path], tmp_path: Path
+    browser: WebDriver,
+    screenshot: Callable[[WebDriver, str], Path],
+    tmp_path: Path,
+    env: dict[str, str],
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    migrate.upgrade(url)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")},
-        "CAPGATE_DATABASE_URL": url,
-    }
-    run = functools.partial(capgate, env)
-    submit_records(run)
-    import_load_test(run)
+    # `env`: the worked example registered through the CLI and sized (tests/conftest.py).
     capgate(env, "gate", "check", "chat-assistant-prod")
     report = tmp_path / "chat-assistant-prod.html"
     written = capgate(env, "report", "chat-assistant-prod", "--output", str(report))

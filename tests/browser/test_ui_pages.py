@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -20,6 +21,9 @@ from tests.browser.test_report_page import capgate
 from tests.support.browser import external_requests, png_size, rendered
 from tests.support.serve import capgate_serve
 from tests.support.worked_example import import_load_test, submit_records
+
+# Started first by tests/conftest.py: every page in a real browser.
+pytestmark = pytest.mark.long(30)
 
 
 def outcomes(browser: WebDriver) -> list[str]:

@@ -21,7 +21,6 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import CAPGATE
 from tests.factories import example_path
 from tests.gate.test_manifest_consistency import K8S
@@ -30,9 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CI_DOC = ROOT / "docs" / "ci.md"
 PLAN = "chat-assistant-prod"
 SERVER = '--server "$CAPGATE_SERVER"'
-
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
 
 
 def yaml_blocks(text: str) -> list[str]:

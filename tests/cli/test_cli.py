@@ -22,6 +22,10 @@ from tests.support.cli_process import CAPGATE, capgate
 
 __all__ = ["CAPGATE", "capgate"]  # used by the other CLI tests
 
+# Started first by tests/conftest.py: the record commands as processes, on both databases,
+# locally and through a server.
+pytestmark = pytest.mark.long(35)
+
 
 @pytest.fixture
 def local_env(database_url: str) -> dict[str, str]:

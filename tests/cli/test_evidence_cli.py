@@ -20,7 +20,11 @@ from registry.storage import migrate
 from registry.storage.database import Database
 from tests.cli.test_cli import capgate, running_server
 from tests.factories import EXAMPLE_KINDS, example, example_path
+from tests.support.cli_runner import capgate_in_process
 from tests.support.fixtures import own, shared_root
+
+# Started first by tests/conftest.py: each test four times: local and server, SQLite and PostgreSQL.
+pytestmark = pytest.mark.long(55)
 
 # Real files from ../shared/fixtures; a test that uses one skips when it is absent.
 FIX = shared_root()
@@ -55,6 +59,11 @@ SLO = ("--ttft-p99-ms", "2000", "--tpot-p99-ms", "100", "--e2e-p99-ms", "60000")
 SLO_ALL = (*SLO, "--queue-deadline-ms", "5000")
 
 
+# What a command prints and stores, in the tests that say so: the console entry point in
+# this process (tests/support/cli_runner.py); exit codes and one-line errors stay processes.
+run = capgate_in_process
+
+
 def register(database: Database, kind: RecordKind) -> None:
     record = validate_record(kind, example(kind))
     database.write(lambda ctx: service.submit(ctx, kind=kind, record=record), principal="alice")
@@ -85,7 +94,7 @@ def evidence_names(env: dict[str, str]) -> list[str]:
 
 def test_import_real_files_stages_and_reimport(env: dict[str, str]) -> None:
     need(MULTI, VLLM)
-    first = capgate("evidence", "import", str(MULTI), str(VLLM), *AGAINST, env=env)
+    first = run("evidence", "import", str(MULTI), str(VLLM), *AGAINST, env=env)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
     assert [line.split()[0] for line in lines] == [
@@ -95,7 +104,7 @@ def test_import_real_files_stages_and_reimport(env: dict[str, str]) -> None:
     ]
     assert all(line.endswith("(created)") for line in lines)
 
-    again = capgate("evidence", "import", str(MULTI), str(VLLM), *AGAINST, "--json", env=env)
+    again = run("evidence", "import", str(MULTI), str(VLLM), *AGAINST, "--json", env=env)
     assert again.returncode == 0, again.stderr
     body = json.loads(again.stdout)
     assert [r["created"] for r in body] == [False, False, False]
@@ -136,11 +145,11 @@ def test_broken_file_exits_2_with_one_line_and_leaves_nothing(
 
 def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
     need(VLLM)
-    assert capgate("evidence", "list", "--stale", env=env).stdout == "no stale evidence\n"
+    assert run("evidence", "list", "--stale", env=env).stdout == "no stale evidence\n"
     # The vLLM fixture was measured in 2025: past the 90-day maximum.
-    imported = capgate("evidence", "import", str(VLLM), *AGAINST, env=env)
+    imported = run("evidence", "import", str(VLLM), *AGAINST, env=env)
     assert imported.returncode == 0, imported.stderr
-    aged = json.loads(capgate("evidence", "list", "--stale", "--json", env=env).stdout)
+    aged = json.loads(run("evidence", "list", "--stale", "--json", env=env).stdout)
     (item,) = aged["items"]
     assert item["ref"] == "llm-d__llm-d-benchmark__exp7-h100-vllm-2replicas@v1"
     assert item["expired"] is True
@@ -149,8 +158,8 @@ def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
     # A material workload change: p99 prompt of the interactive class +30%.
     workload = tmp_path / "workload.yaml"
     workload.write_text(example_path("workload").read_text().replace("p99: 6100", "p99: 7930", 1))
-    assert capgate("workload", "submit", str(workload), env=env).returncode == 0
-    table = capgate("evidence", "list", "--stale", env=env)
+    assert run("workload", "submit", str(workload), env=env).returncode == 0
+    table = run("evidence", "list", "--stale", env=env)
     assert table.returncode == 0, table.stderr
     rows = table.stdout.splitlines()
     assert rows[0].split() == ["REF", "MEASURED", "AGE", "REASON"]
@@ -161,7 +170,7 @@ def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
     )
     assert "(+1 more)" in rows[2]  # the aged import: changed and too old
 
-    history = capgate("evidence", "history", EVIDENCE, env=env)
+    history = run("evidence", "history", EVIDENCE, env=env)
     assert history.returncode == 0, history.stderr
     lines = history.stdout.splitlines()
     assert lines[0] == f"{EVIDENCE}@v1  STALE"
@@ -169,7 +178,7 @@ def test_list_stale_and_history(env: dict[str, str], tmp_path: Path) -> None:
     assert lines[3].strip() == (
         "classes.interactive.prompt_tokens.p99: 6100.0 -> 7930.0, moved 30% (threshold 0.1)"
     )
-    missing = capgate("evidence", "history", "nothing-here", env=env)
+    missing = run("evidence", "history", "nothing-here", env=env)
     assert (missing.returncode, missing.stderr.splitlines()[0]) == (
         2,
         "capgate: error: no evidence record nothing-here"
@@ -371,7 +380,7 @@ def test_mixed_test_from_files_that_name_their_classes(env: dict[str, str], tmp_
     chat.write_bytes(vllm_summary(rate=6.0, traffic_class="interactive"))
     batch.write_bytes(vllm_summary(rate=2.0, traffic_class="batch"))
     against = ("--workload", "chat-assistant", "--provider", "llama31-8b-h100-vllm")
-    result = capgate(
+    result = run(
         "evidence", "import", str(chat), str(batch), *against, "--replicas", "1",
         "--together", "--name", "mixed-vllm", "--json", env=env,
     )  # fmt: skip
@@ -382,8 +391,6 @@ def test_mixed_test_from_files_that_name_their_classes(env: dict[str, str], tmp_
     assert content["offered"]["request_rate_rps"] == 8.0
     assert sorted(content["results"]["per_class"]) == ["batch", "interactive"]
     # Without --together the same files are two single-class records.
-    apart = capgate(
-        "evidence", "import", str(chat), str(batch), *against, "--replicas", "1", env=env
-    )
+    apart = run("evidence", "import", str(chat), str(batch), *against, "--replicas", "1", env=env)
     assert apart.returncode == 0, apart.stderr
     assert len(apart.stdout.splitlines()) == 2

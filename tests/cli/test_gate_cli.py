@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,81 +20,23 @@ from registry.policy.bundle import load_bundle
 from tests.cli.test_gate_formats import check_sarif
 from tests.cli.test_gate_formats import junit as check_junit
 from tests.factories import (
-    EXAMPLE_EVIDENCE,
     example,
     example_path,
     short_grace_plan_file,
-    write_load_test,
 )
 from tests.gate.test_manifest_consistency import drifted
 from tests.support.cli_process import CAPGATE, capgate
+from tests.support.cli_registry import import_load_test
 from tests.support.opa_server import free_port, running_opa
 
-__all__ = ["CAPGATE", "capgate"]  # the other CLI tests run the CLI through these
+# Started first by tests/conftest.py: about 25 release-pipeline runs of real `capgate` processes.
+pytestmark = pytest.mark.long(100)
+
+__all__ = ["CAPGATE", "capgate", "import_load_test"]  # the other CLI tests use these
 
 
-def _env(db: Path) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    base.update(CAPGATE_DATABASE_URL=f"sqlite:///{db}", CAPGATE_PRINCIPAL="ci")
-    return base
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The worked example registered through the CLI once per module, its evidence dated
-    last week; each test gets its own copy of the database file."""
-    folder = tmp_path_factory.mktemp("seeded")
-    base = _env(folder / "registry.db")
-    assert capgate("db", "upgrade", env=base).returncode == 0
-    for kind in ("workload", "provider", "plan"):
-        result = capgate(kind, "submit", str(example_path(kind)), env=base)
-        assert result.returncode == 0, result.stderr
-    # The example's load test is illustrative: date it within the 90-day freshness limit.
-    result = import_load_test(folder, base, days_ago=6)
-    assert result.returncode == 0, result.stderr
-    return folder / "registry.db"
-
-
-@pytest.fixture
-def env(seeded: Path, tmp_path: Path) -> dict[str, str]:
-    """A migrated local registry holding the worked example (a copy of the seeded one)."""
-    for suffix in ("", "-wal", "-shm"):
-        source = seeded.with_name(seeded.name + suffix)
-        if source.exists():
-            shutil.copyfile(source, tmp_path / source.name)
-    return _env(tmp_path / "registry.db")
-
-
-def import_load_test(
-    tmp_path: Path,
-    env: dict[str, str],
-    *,
-    days_ago: int,
-    run: int = 0,
-    name: str = EXAMPLE_EVIDENCE,
-    **refs: str,
-) -> subprocess.CompletedProcess[str]:
-    """`capgate evidence import` of the example's load test, as the worked example runs it."""
-    when = (datetime.now(UTC) - timedelta(days=days_ago)).isoformat()
-    targets = {"workload": "chat-assistant", "plan": "chat-assistant-prod", **refs}
-    return capgate(
-        "evidence",
-        "import",
-        "--workload",
-        targets["workload"],
-        "--provider",
-        "llama31-8b-h100-vllm",
-        "--plan",
-        targets["plan"],
-        "--replicas",
-        "1",
-        "--measured-at",
-        when,
-        "--name",
-        name,
-        *write_load_test(tmp_path, run),
-        env=env,
-    )
+# The worked example's registry (`seeded`, `env`) is tests/conftest.py's: built once per
+# test session through the CLI, sized once, copied for each test.
 
 
 def test_allow_exits_0_with_one_line_verdict(env: dict[str, str]) -> None:

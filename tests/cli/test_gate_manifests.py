@@ -6,14 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
+from tests.support.cli_runner import capgate_in_process
 
 PLAN = "chat-assistant-prod"
-
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
 
 
 def decisions(env: dict[str, str]) -> int:
@@ -137,7 +134,10 @@ def test_a_decision_records_the_manifests_it_compared(env: dict[str, str]) -> No
     decision, shown by `gate show` and on the verdict's text."""
     import hashlib
 
-    checked = capgate(
+    # What is stored and shown: the console entry point in this process (no exit code or
+    # error line is under test here).
+    run = capgate_in_process
+    checked = run(
         "gate", "check", "chat-assistant-prod", "--manifests", str(K8S), "--json", env=env
     )
     assert checked.returncode == 0, checked.stderr
@@ -150,9 +150,9 @@ def test_a_decision_records_the_manifests_it_compared(env: dict[str, str]) -> No
         if "kind:" in path.read_text()  # the overlay beside them is not a manifest
     }
     assert recorded["compared_fields"] > 20
-    shown = capgate("gate", "show", decision["id"], "--json", env=env)
+    shown = run("gate", "show", decision["id"], "--json", env=env)
     assert json.loads(shown.stdout)["inputs"]["manifests"] == recorded
-    text = capgate("gate", "check", "chat-assistant-prod", "--manifests", str(K8S), env=env)
+    text = run("gate", "check", "chat-assistant-prod", "--manifests", str(K8S), env=env)
     assert f"  manifests: {recorded['compared_fields']} fields compared, from " in text.stdout
-    unchecked = capgate("gate", "check", "chat-assistant-prod", "--json", env=env)
+    unchecked = run("gate", "check", "chat-assistant-prod", "--json", env=env)
     assert "manifests" not in json.loads(unchecked.stdout)["inputs"]

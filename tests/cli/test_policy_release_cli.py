@@ -9,10 +9,14 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from registry.policy.bundle import load_bundle, policies_root, read_bundle
-from tests.cli.test_gate_cli import CAPGATE, capgate, env, seeded  # noqa: F401 - fixtures
+from tests.cli.test_gate_cli import CAPGATE, capgate
 from tests.support.serve import capgate_serve
+
+# Started first by tests/conftest.py: release journeys of real processes.
+pytestmark = pytest.mark.long(20)
 
 RELEASE = "capgate-policies@v1"
 
@@ -21,7 +25,7 @@ def _as(base: dict[str, str], who: str) -> dict[str, str]:
     return {**base, "CAPGATE_PRINCIPAL": who}
 
 
-def _governed(env: dict[str, str]) -> None:  # noqa: F811 - the fixture's value
+def _governed(env: dict[str, str]) -> None:
     """The installed bundle submitted by alice and approved by bob."""
     submitted = capgate(
         "policy", "release", "submit", "capgate-policies", "--notes", "first", env=_as(env, "alice")
@@ -61,13 +65,13 @@ def _edited_install(tmp_path: Path) -> tuple[Path, str]:
     return root, revision
 
 
-def _decision_count(env: dict[str, str]) -> int:  # noqa: F811 - the fixture's value
+def _decision_count(env: dict[str, str]) -> int:
     listed = capgate("gate", "list", "--json", "--limit", "500", env=env)
     assert listed.returncode == 0, listed.stderr
     return len(json.loads(listed.stdout)["items"])
 
 
-def test_success_release_journey(env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_success_release_journey(env: dict[str, str], tmp_path: Path) -> None:
     ungoverned = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
     assert ungoverned.returncode == 0, ungoverned.stderr
     assert json.loads(ungoverned.stdout)["policy_release"] is None
@@ -91,7 +95,7 @@ def test_success_release_journey(env: dict[str, str], tmp_path: Path) -> None:  
     assert "decisions were taken before any policy release was approved" in verified.stdout
 
 
-def test_fail_pin_of_another_release_exits_2(env: dict[str, str]) -> None:  # noqa: F811
+def test_fail_pin_of_another_release_exits_2(env: dict[str, str]) -> None:
     submitted = capgate("policy", "release", "submit", "capgate-policies", env=_as(env, "alice"))
     assert submitted.returncode == 0, submitted.stderr
     self_approval = capgate("policy", "release", "approve", RELEASE, env=_as(env, "alice"))
@@ -107,7 +111,7 @@ def test_fail_pin_of_another_release_exits_2(env: dict[str, str]) -> None:  # no
 
 
 def test_fail_edited_install_is_an_error_on_every_path(
-    env: dict[str, str],  # noqa: F811
+    env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     _governed(env)

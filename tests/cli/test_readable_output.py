@@ -8,10 +8,7 @@ import re
 
 import pytest
 
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
-
-seeded, env = gate_cli.seeded, gate_cli.env
 
 # A Python repr as it leaks into text: a dict or list literal with quoted strings, a bare
 # None/True/False word.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,11 +24,11 @@ import pytest
 
 from cli.backend import LocalBackend
 from cli.gate_reports import Format, render
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_cli import running_server
 from tests.cli.test_gate_cli import capgate, import_load_test
 from tests.factories import short_grace_plan_file
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
+from tests.support.cli_registry import copy_registry, local_env
 from tests.support.http_stub import serving
 
 PLAN = "chat-assistant-prod"
@@ -37,9 +36,6 @@ ALLOWS, DENIES = f"{PLAN}@v1", f"{PLAN}@v2"
 DECISION_ID = re.compile(r"\(decision ([0-9a-f-]{36})[,)]")
 # What the thin client must not import: it is one round trip, not a registry.
 HEAVY = ("sqlalchemy", "pydantic", "registry.planner", "registry.storage", "numpy", "fastapi")
-
-# The worked example, registered once per module (its evidence dated last week).
-seeded = gate_cli.seeded
 
 
 @dataclass(frozen=True)
@@ -58,11 +54,8 @@ class Remote:
 @pytest.fixture(scope="module")
 def remote(seeded: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
     folder = tmp_path_factory.mktemp("remote-gate")
-    for suffix in ("", "-wal", "-shm"):
-        source = seeded.with_name(seeded.name + suffix)
-        if source.exists():
-            shutil.copyfile(source, folder / source.name)
-    local = gate_cli._env(folder / "registry.db")
+    # The worked example (tests/conftest.py's `seeded`), its evidence dated last week.
+    local = local_env(copy_registry(seeded, folder))
     # Evidence past its maximum age beside the fresh one: decisions carry warnings too.
     old = import_load_test(folder, local, days_ago=120, run=1, name="old-load-test")
     assert old.returncode == 0, old.stderr

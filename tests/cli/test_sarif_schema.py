@@ -24,7 +24,6 @@ import pytest
 
 from registry.gate.formats import render_sarif
 from registry.gate.views import DecisionView, Outcome
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate, import_load_test
 from tests.cli.test_gate_formats import DENY, ERROR, MANIFEST_DENY, WAIVED, decision, violation
 from tests.factories import short_grace_plan_file
@@ -33,9 +32,6 @@ from tests.support.fixtures import shared
 
 SCHEMA_REL = "schemas/sarif-schema-2.1.0.json"
 PLAN = "chat-assistant-prod"
-
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
 
 
 def schema_path() -> Path:

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from tests.cli.test_ci_docs import CI_DOC, yaml_blocks
-from tests.cli.test_remote_gate import ALLOWS, DENIES, K8S, Remote, remote, seeded
+from tests.cli.test_remote_gate import ALLOWS, DENIES, K8S, Remote, remote
 
-__all__ = ["remote", "seeded"]  # the fixtures this module borrows
+__all__ = ["remote"]  # the fixture this module borrows
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SERVER_ONLY = ("sqlalchemy", "pydantic", "fastapi", "numpy", "httpx", "opapywasm")

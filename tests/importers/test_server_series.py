@@ -6,8 +6,9 @@ by ``prometheus`` (tests/support/prometheus.py). A sample lies on every window e
 ``increase()`` over the window (Prometheus 2.x ranges include both ends) is the plain
 difference and the stored figures can be compared exactly. Every counter also moves, and
 every gauge peaks higher, outside the windows and in another namespace: none of that may
-be counted. The imports run the real CLI, on the registry and against a server (which
-drives the REST form fields too).
+be counted. The imports run the CLI's entry point, on the registry and against a server
+(which drives the REST form fields too): the refusals as real processes, the figures in
+this process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.cli.test_cli import capgate
 from tests.cli.test_evidence_cli import AGAINST
 from tests.importers.helpers import EXAMPLE_PROVIDER, one, path_of, provider_for
 from tests.staleness.test_laundering import workload_with_p99
+from tests.support.cli_runner import capgate_in_process
 from tests.support.prometheus import backfill, find_binaries, go_float, running_prometheus
 from tests.support.real_parts import absent
 
@@ -355,8 +357,12 @@ def run_import(env: dict[str, str], rel: str, *extra: str) -> Any:
 
 
 def imported(env: dict[str, str], rel: str, *extra: str) -> tuple[dict[str, Any], str]:
-    """The one record imported and its stderr."""
-    result = run_import(env, rel, *extra)
+    """The one record imported and its stderr: the figures are the subject, so the console
+    entry point runs in this process (the refusals' exit codes and errors stay processes)."""
+    against = [provider_for(rel) if a == EXAMPLE_PROVIDER else a for a in AGAINST]
+    result = capgate_in_process(
+        "evidence", "import", str(path_of(rel)), *against, *extra, "--json", env=env
+    )
     assert result.returncode == 0, result.stderr
     (item,) = json.loads(result.stdout)
     return item, result.stderr
@@ -368,7 +374,7 @@ def figures(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def evidence_count(env: dict[str, str]) -> int:
-    listed = capgate("evidence", "list", "--json", env=env)
+    listed = capgate_in_process("evidence", "list", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     body = json.loads(listed.stdout)
     return len(body["items"] if isinstance(body, dict) else body)

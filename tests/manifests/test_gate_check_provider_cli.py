@@ -7,15 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
 from tests.manifests.helpers import edited_example_manifests, line_of
 
 PLAN = "chat-assistant-prod"  # pins llama31-8b-h100-vllm@v1: meta-llama/Llama-3.1-8B-Instruct
 RULE = "manifests_consistent.manifest_contradicts_provider"
-
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
 
 
 def test_fail_another_model_is_annotated_at_its_line(env: dict[str, str], tmp_path: Path) -> None:

@@ -7,15 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
 from tests.manifests.helpers import edited_example_manifests, line_of
 
 PLAN = "chat-assistant-prod"  # 9 replicas, 3 in each of three zones
 RULE = "manifests_consistent.manifest_contradicts_plan"
-
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
 
 
 def one_replica(tmp_path: Path) -> Path:

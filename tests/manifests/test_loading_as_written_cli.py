@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
 from tests.manifests.helpers import OVERLAY, PROVIDER, WORKLOAD, edited_example_manifests, line_of
 from tests.manifests.test_loading_as_written import LAUGHS, SECRET
 
 PLAN = "chat-assistant-prod"
 
-# The worked example, registered once per module; each test gets a copy of the registry.
-seeded, env = gate_cli.seeded, gate_cli.env
 
 ALIASES = {
     "deployment.yaml": [

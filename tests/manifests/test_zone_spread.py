@@ -19,7 +19,6 @@ from registry.manifests.consistency import (
     stated_fields,
 )
 from registry.manifests.zones import ZONE_SPREAD
-from tests.cli import test_gate_cli as gate_cli
 from tests.cli.test_gate_cli import capgate
 from tests.manifests.helpers import (
     ZONES,
@@ -135,7 +134,6 @@ def test_fail_from_manifests_refuses_overlay_zones_the_spread_cannot_run(tmp_pat
 
 # ---- end to end: the worked example's Deployment with its zones unnamed -----------------
 
-seeded, env = gate_cli.seeded, gate_cli.env
 PLAN = "chat-assistant-prod"  # 9 replicas, 3 in each of three zones
 ZONE_TERM = (
     "                  - key: topology.kubernetes.io/zone\n"

@@ -11,6 +11,9 @@ import pytest
 
 from benchmarks.planner import bench_command
 
+# Started first by tests/conftest.py: one run of the whole-command benchmark.
+pytestmark = pytest.mark.long(20)
+
 ROW = re.compile(
     r"^\| (?P<case>[^|]+) \| (?P<runs>\d+) \| \*\*(?P<median>\d+\.\d\d)\*\* \| "
     r"(?P<min>\d+\.\d\d) \| (?P<max>\d+\.\d\d) \| (?P<target>[^|]*)\|$"

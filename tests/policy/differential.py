@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +54,15 @@ def _first_difference(left: PolicyDecision, right: PolicyDecision) -> str:
 
 
 def differences(
-    opa_binary: Path, seed: int, count: int, keep: Path
+    opa_binary: Path, seed: int, count: int, keep: Path, shapes: Counter[str] | None = None
 ) -> tuple[list[str], dict[str, int]]:
-    """Decide ``count`` inputs from ``seed`` on both engines; the differences, and tallies."""
+    """Decide ``count`` inputs from ``seed`` on both engines; the differences, and tallies
+    (``shapes``: the shapes of the inputs, tests/support/gate_inputs.py's `SHAPES`)."""
     bundle = load_bundle()
     engine = EmbeddedEngine(bundle)
     found: list[str] = []
     tally = {"allow": 0, "deny": 0, "both_error": 0}
-    cases = list(generate(seed, count))
+    cases = list(generate(seed, count, shapes))
     for start in range(0, len(cases), CHUNK):
         chunk = cases[start : start + CHUNK]
         for offset, (case, answer) in enumerate(

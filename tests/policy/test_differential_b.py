@@ -1,5 +1,5 @@
 """The other half of the differential suite: the same test in a second file, so that
-pytest's loadfile distribution runs the two halves (5,000 inputs each, each with its own
+pytest's loadfile distribution runs the two halves (1,500 inputs each, each with its own
 seed) on the two workers side by side."""
 
 from __future__ import annotations

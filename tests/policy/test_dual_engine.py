@@ -15,7 +15,7 @@ from registry.policy.embedded import EmbeddedEngine
 from registry.policy.engine import PolicyDecision, PolicyError
 from registry.policy.opa_server import OpaServerEngine
 from registry.settings import Settings
-from tests.cli.test_gate_cli import capgate, env, seeded  # noqa: F401 - fixtures
+from tests.cli.test_gate_cli import capgate
 from tests.policy.conftest import CASES, load_case
 
 pytestmark = pytest.mark.opa
@@ -69,7 +69,7 @@ def test_fail_both_without_an_opa_url_is_an_error() -> None:
 
 
 def test_success_gate_check_engine_both_from_the_cli(
-    env: dict[str, str],  # noqa: F811
+    env: dict[str, str],
     opa_url: str,
 ) -> None:
     env = {**env, "CAPGATE_OPA_URL": opa_url}

@@ -6,6 +6,10 @@ decimals, zero, values either side of the thresholds), zones and classes added,
 renamed and removed, collections emptied or cut to one element, evidence duplicated.
 Only inputs the contract (registry.policy.engine.validate_input) accepts are kept:
 the gate never hands an engine anything else. A seed makes a run repeatable; the tests print it.
+
+`generate` can tally the shapes it drew (``shapes``, names in `SHAPES`): the differential
+tests run a budget of inputs and check that every shape was drawn, so a smaller budget
+means fewer repeats of each shape, never a shape left out.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,19 @@ CLASS_MAPS = (
     ("evidence", "#", "per_class"),
 )
 
+# Every shape `mutate` draws, by name: numbers (`_number`'s eleven choices, and an int
+# field given as an integral float), classes, zones and collections.
+NUMBER_SHAPES = (
+    "zero", "round", "digit_count", "near_original", "decimals", "large", "tiny",
+    "rounded", "negative", "original_nudged", "original",
+)  # fmt: skip
+SHAPES = frozenset(
+    {f"number:{name}" for name in NUMBER_SHAPES}
+    | {"number:integral_float", "class:added", "class:dropped"}
+    | {"zones:none", "zones:one", "zones:many"}
+    | {"evidence:empty", "evidence:single", "evidence:duplicated", "evidence:classes_cut"}
+)
+
 
 def corpus() -> list[dict[str, Any]]:
     return [
@@ -42,10 +60,11 @@ def corpus() -> list[dict[str, Any]]:
     ]
 
 
-def _number(rng: random.Random, original: float | int) -> float | int:
+def _number(rng: random.Random, original: float | int, shapes: Counter[str]) -> float | int:
     """A number of a random shape; integers stay integral (the contract's int fields)."""
     integral = isinstance(original, int)
     choice = rng.randrange(11)
+    shapes[f"number:{NUMBER_SHAPES[choice]}"] += 1
     if choice == 0:
         value: float = 0.0
     elif choice == 1:
@@ -71,7 +90,10 @@ def _number(rng: random.Random, original: float | int) -> float | int:
     if integral:
         whole = round(value)
         # An int field may be given as an integral float (9.0): the contract accepts it.
-        return float(whole) if rng.random() < 0.15 else whole
+        if rng.random() < 0.15:
+            shapes["number:integral_float"] += 1
+            return float(whole)
+        return whole
     if value.is_integer() and rng.random() < 0.5:
         return int(value)
     return value
@@ -115,10 +137,11 @@ def _classes(doc: dict[str, Any]) -> list[str]:
     return sorted(doc.get("workload", {}).get("classes", {}))
 
 
-def _add_class(rng: random.Random, doc: dict[str, Any]) -> None:
+def _add_class(rng: random.Random, doc: dict[str, Any], shapes: Counter[str]) -> None:
     names = _classes(doc)
     if not names:
         return
+    shapes["class:added"] += 1
     source = rng.choice(names)
     new = f"{source}-{rng.randrange(1000)}"
     for pattern in CLASS_MAPS:
@@ -130,10 +153,11 @@ def _add_class(rng: random.Random, doc: dict[str, Any]) -> None:
             evidence["classes"].append(new)
 
 
-def _drop_class(rng: random.Random, doc: dict[str, Any]) -> None:
+def _drop_class(rng: random.Random, doc: dict[str, Any], shapes: Counter[str]) -> None:
     names = _classes(doc)
     if not names:
         return
+    shapes["class:dropped"] += 1
     gone = rng.choice(names)
     everywhere = rng.random() < 0.8
     for pattern in CLASS_MAPS:
@@ -145,8 +169,9 @@ def _drop_class(rng: random.Random, doc: dict[str, Any]) -> None:
             evidence["classes"].remove(gone)
 
 
-def _zones(rng: random.Random, doc: dict[str, Any]) -> None:
+def _zones(rng: random.Random, doc: dict[str, Any], shapes: Counter[str]) -> None:
     count = rng.choice([0, 1, 1, 2, 3, 4, 5, 8, 12])
+    shapes["zones:none" if count == 0 else "zones:one" if count == 1 else "zones:many"] += 1
     names = [f"zone-{index}{rng.choice('abc')}" for index in range(count)]
     replicas = {name: rng.choice([0, 1, 2, 3, 9, 10, 11, 40, 100, 101]) for name in names}
     doc["plan"]["replicas_per_zone"] = replicas
@@ -156,44 +181,53 @@ def _zones(rng: random.Random, doc: dict[str, Any]) -> None:
         doc["provider"]["zones"] = list(names)
 
 
-def _collections(rng: random.Random, doc: dict[str, Any]) -> None:
+def _collections(rng: random.Random, doc: dict[str, Any], shapes: Counter[str]) -> None:
     evidence = doc.get("evidence", [])
     action = rng.randrange(4)
     if action == 0:
+        shapes["evidence:empty"] += 1
         doc["evidence"] = []
     elif action == 1 and evidence:
+        shapes["evidence:single"] += 1
         doc["evidence"] = [rng.choice(evidence)]
     elif action == 2 and evidence:
+        shapes["evidence:duplicated"] += 1
         twin = copy.deepcopy(rng.choice(evidence))
         twin["ref"] = f"{twin['ref'].split('@')[0]}-twin@v{rng.randrange(2, 9)}"
         doc["evidence"] = [*evidence, twin]
     else:
+        shapes["evidence:classes_cut"] += 1
         for item in evidence:
             if item.get("classes") and rng.random() < 0.5:
                 item["classes"] = item["classes"][:1]
 
 
-def mutate(rng: random.Random, base: dict[str, Any]) -> dict[str, Any]:
+def mutate(rng: random.Random, base: dict[str, Any], shapes: Counter[str]) -> dict[str, Any]:
+    """A copy of ``base`` mutated; the shapes drawn are added to ``shapes``."""
     doc = copy.deepcopy(base)
     for _ in range(rng.randrange(0, 3)):
-        rng.choice([_add_class, _drop_class, _zones, _collections])(rng, doc)
+        rng.choice([_add_class, _drop_class, _zones, _collections])(rng, doc, shapes)
     leaves = list(_numeric_leaves(doc))
     if leaves:
         for path, value in rng.sample(leaves, min(len(leaves), rng.randrange(1, 25))):
-            _set(doc, path, _number(rng, value))
+            _set(doc, path, _number(rng, value, shapes))
     return doc
 
 
-def generate(seed: int, count: int) -> Iterator[dict[str, Any]]:
-    """``count`` contract-valid inputs from ``seed`` (invalid mutations are drawn again)."""
+def generate(seed: int, count: int, shapes: Counter[str] | None = None) -> Iterator[dict[str, Any]]:
+    """``count`` contract-valid inputs from ``seed`` (invalid mutations are drawn again);
+    ``shapes`` tallies the shapes of the inputs kept."""
     rng = random.Random(seed)
     bases = corpus()
     made = 0
     while made < count:
-        doc = mutate(rng, rng.choice(bases))
+        drawn: Counter[str] = Counter()
+        doc = mutate(rng, rng.choice(bases), drawn)
         try:
             validate_input(doc)
         except InvalidInput:
             continue
         made += 1
+        if shapes is not None:
+            shapes.update(drawn)
         yield doc

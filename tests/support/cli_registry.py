@@ -1,0 +1,86 @@
+"""A local registry holding the worked example, registered through the CLI as a user does.
+
+`seed_worked_example` runs `capgate` as real processes: migrate, submit the workload,
+provider and plan, import the example's load test dated last week, and size the plan
+once, so that the stored recomputation is reused by every `gate check` of that plan
+version (the planner runs once per template, not once per test).
+tests/conftest.py builds it once per test session as a template file; each test gets a
+copy (the `env` fixture).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tests.factories import EXAMPLE_EVIDENCE, example_path, write_load_test
+from tests.support.cli_process import capgate
+
+PLAN = "chat-assistant-prod"
+
+
+def local_env(db: Path) -> dict[str, str]:
+    """The environment of `capgate` on the SQLite registry at ``db``, as principal "ci"."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
+    base.update(CAPGATE_DATABASE_URL=f"sqlite:///{db}", CAPGATE_PRINCIPAL="ci")
+    return base
+
+
+def import_load_test(
+    tmp_path: Path,
+    env: dict[str, str],
+    *,
+    days_ago: int,
+    run: int = 0,
+    name: str = EXAMPLE_EVIDENCE,
+    **refs: str,
+) -> subprocess.CompletedProcess[str]:
+    """`capgate evidence import` of the example's load test, as the worked example runs it."""
+    when = (datetime.now(UTC) - timedelta(days=days_ago)).isoformat()
+    targets = {"workload": "chat-assistant", "plan": PLAN, **refs}
+    return capgate(
+        "evidence",
+        "import",
+        "--workload",
+        targets["workload"],
+        "--provider",
+        "llama31-8b-h100-vllm",
+        "--plan",
+        targets["plan"],
+        "--replicas",
+        "1",
+        "--measured-at",
+        when,
+        "--name",
+        name,
+        *write_load_test(tmp_path, run),
+        env=env,
+    )
+
+
+def seed_worked_example(folder: Path) -> Path:
+    """The worked example registered and sized in ``folder``/registry.db; its path."""
+    db = folder / "registry.db"
+    env = local_env(db)
+    assert capgate("db", "upgrade", env=env).returncode == 0
+    for kind in ("workload", "provider", "plan"):
+        result = capgate(kind, "submit", str(example_path(kind)), env=env)
+        assert result.returncode == 0, result.stderr
+    # The example's load test is illustrative: date it within the 90-day freshness limit.
+    result = import_load_test(folder, env, days_ago=6)
+    assert result.returncode == 0, result.stderr
+    sized = capgate("plan", "size", PLAN, env=env)
+    assert sized.returncode == 0, sized.stderr
+    return db
+
+
+def copy_registry(db: Path, folder: Path) -> Path:
+    """A copy of the SQLite registry ``db`` (and its WAL files) in ``folder``."""
+    for suffix in ("", "-wal", "-shm"):
+        source = db.with_name(db.name + suffix)
+        if source.exists():
+            shutil.copyfile(source, folder / source.name)
+    return folder / db.name
