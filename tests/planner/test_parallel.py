@@ -19,10 +19,18 @@ def _square_and_pid(x: int) -> tuple[int, int]:
     return x * x, os.getpid()
 
 
+def _force_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers, and this process taken as running no other thread: in the whole suite
+    an earlier test may leave an idle thread behind (a server's, a library's), and the pool
+    would then rightly stay in-process, leaving these tests nothing to test."""
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+
+
 def test_success_a_forced_pool_returns_the_results_in_input_order_from_workers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(WORKERS_ENV, "2")
+    _force_workers(monkeypatch)
     out = ordered_map(_square_and_pid, list(range(7)))
     assert [value for value, _ in out] == [x * x for x in range(7)]
     assert os.getpid() not in {pid for _, pid in out}
@@ -57,7 +65,7 @@ def _fails_on_three(x: int) -> int:
 def test_fail_an_exception_in_a_worker_is_raised_to_the_caller(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(WORKERS_ENV, "2")
+    _force_workers(monkeypatch)
     with pytest.raises(ValueError, match="bad item 3"):
         ordered_map(_fails_on_three, [1, 2, 3, 4])
     # The batch is cleared: the next one runs normally.
@@ -91,7 +99,7 @@ def test_success_the_calibrated_example_is_identical_on_workers_and_in_process(
     plan, wl, prov, ev = _load()
     monkeypatch.setenv(WORKERS_ENV, "1")
     alone = recompute(plan, wl, prov, evidence=[ev], seed=0)
-    monkeypatch.setenv(WORKERS_ENV, "2")
+    _force_workers(monkeypatch)
     pooled = recompute(plan, wl, prov, evidence=[ev], seed=0)
     assert alone.calibration.fitted
     assert len(alone.sizing.tp_options) > 1
