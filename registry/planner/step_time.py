@@ -240,7 +240,6 @@ class StepModel:
         # longer even with no context, for the recomputation to say.
         self.layer_time = shape.layers * res.layer_us / 1e6
         hidden = efficiency.async_scheduling
-        self.cpu_hidden = hidden
         step_cpu = efficiency.step_overhead_ms / 1e3
         sequence_cpu = efficiency.sequence_overhead_ms / 1e3
         self.overhead = (0.0 if hidden else step_cpu) + self.layer_time
