@@ -18,34 +18,28 @@ KV accounting is in tokens with half a block of internal fragmentation per runni
 (vLLM wastes at most one block per request, PagedAttention §4.3); prefix-cache hits skip
 their compute and are counted once (shared blocks), i.e. not per request.
 
-A model with sliding-window layers (``KVGroups`` with a window) counts KV in pool tokens
-instead: vLLM's hybrid KV cache manager gives each group of layers its own block table from
-one pool, a full group holding every token of a request and a sliding group at most its
-window (``SlidingWindowManager`` frees the blocks that fall out of it), so a request of
-context c holds ``full_groups x c + sliding_groups x min(c, window)`` of the pool's
-``blocks x block_size``. A decoding request grows by ``full_groups + sliding_groups`` per
-step until its context reaches the window, then by ``full_groups``: that change ends a
-decode stretch like a completion does, so each stretch stays linear. The decode KV read is
-priced on the same pool tokens, so it counts the padding layers vLLM adds to the last
-sliding group (Gemma 3 27B: the window read in 60 layers for its 52 local ones).
+A model with sliding-window layers counts KV in pool tokens instead (``sliding_kv``): a
+request passing its window grows more slowly, which ends a decode stretch like a completion
+does, so each stretch stays linear (``decode_stretch``). The decode KV read is priced on the
+same pool tokens, so it counts the padding layers vLLM adds to the last sliding group
+(Gemma 3 27B: the window read in 60 layers for its 52 local ones).
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable
 
+from registry.planner.decode_stretch import MAX_STRETCH, cpu_bound, line_sum, steps_within
 from registry.planner.events import DECODE, DONE, PREFILL, WAITING
 from registry.planner.kv_layout import KVGroups
 from registry.planner.replica_state import IDLE, SINGLE, STRETCH, Replica
 from registry.planner.requests import Requests
+from registry.planner.sliding_kv import SlidingWindowKV
 from registry.planner.step_time import StepModel
 
-MAX_STRETCH = 1 << 16
 
-
-class Engine:
+class Engine(SlidingWindowKV):
     """The scheduling rules and step costs shared by a run's replicas.
 
     ``schedule``, ``finish_step`` and ``cut_stretch`` run a few times per simulated request,
@@ -115,47 +109,6 @@ class Engine:
         self._out = reqs.out
         self._admitted = reqs.admitted
         self._first_token = reqs.first_token
-
-    # --- sliding windows (pool tokens) ---------------------------------------------------
-    def _cost(self, c0: int, c1: int) -> int:
-        """Pool tokens a request adds growing its context from ``c0`` to ``c1``."""
-        w = self.window
-        assert w is not None
-        return self.full_groups * (c1 - c0) + self.sliding_groups * (min(c1, w) - min(c0, w))
-
-    def _decode_held(self, rid: int, done: int) -> tuple[int, int]:
-        """Pool tokens a decoding request holds ``done`` steps after its prefill, and what
-        it adds per step from there."""
-        w = self.window
-        assert w is not None
-        c0 = self._target[rid]
-        held = self._kvbase[rid] + self._cost(c0, c0 + done)
-        slope = self.full_groups + (self.sliding_groups if c0 + done < w else 0)
-        return held, slope
-
-    def _window_steps(self, r: Replica) -> int:
-        """Steps until the next decoding request reaches its window (stale entries
-        dropped), or MAX_STRETCH."""
-        heap = r.window_heap
-        state = self._state
-        dstep = self._dstep
-        while heap:
-            at, rid, d = heap[0]
-            if state[rid] == DECODE and dstep[rid] == d and self._replica[rid] == r.index:
-                return at - r.steps
-            heapq.heappop(heap)
-        return MAX_STRETCH
-
-    def _pass_windows(self, r: Replica, steps: int) -> None:
-        """Requests whose context reached the window by ``steps`` now grow the full groups
-        only."""
-        heap = r.window_heap
-        state = self._state
-        dstep = self._dstep
-        while heap and heap[0][0] <= steps:
-            _, rid, d = heapq.heappop(heap)
-            if state[rid] == DECODE and dstep[rid] == d and self._replica[rid] == r.index:
-                r.slope -= self.sliding_groups
 
     # --- waiting queue -------------------------------------------------------------------
     def enqueue(self, r: Replica, rid: int, *, front: bool = False) -> None:
@@ -395,21 +348,10 @@ class Engine:
             m = base + self._kv_time * r.ctx
             floor = self._cpu_floor
             if floor:
-                floor += self._cpu_floor_per_sequence * n_dec
-                if c + m < floor:
-                    # Async scheduling, CPU bound: each step takes the CPU's time until the
-                    # GPU's, growing with the KV read, passes it; the stretch ends there.
-                    if b > 0.0:
-                        cpu_steps = math.ceil((floor - c - m) / b)
-                        if cpu_steps < k:
-                            k = cpu_steps
-                    c = floor - m
-                    b = 0.0
-            # lines_sum(*step.decode_lines(n_dec, ctx), k) in its equal-slopes branch, with
-            # the same operations in the same order (cut_stretch repeats this expression);
-            # k as a float (exact) keeps the products on CPython's fast path.
-            kf = float(k)
-            dur = c * kf + (m * kf + b * (kf - 1.0) * kf / 2.0)
+                # Async scheduling: a step takes at least the CPU's time.
+                c, b, k = cpu_bound(c, m, b, floor + self._cpu_floor_per_sequence * n_dec, k)
+            # lines_sum(*step.decode_lines(n_dec, ctx), k) in its equal-slopes branch.
+            dur = line_sum(c, m, b, float(k))
             r.mode = STRETCH
             r.line_c = c
             r.line_m = m
@@ -438,28 +380,12 @@ class Engine:
         limit = r.k
         old = r.dur
         elapsed = now - r.start
-        # steps_within(*lines, elapsed, limit) for the equal-slopes lines of schedule(): the
-        # steps finished by ``elapsed``, each partial sum written as schedule() writes it.
-        # Step counts as floats (exact): int-by-float products are CPython's slow path.
         lim = float(limit)
-        done = 0.0
-        if elapsed >= c + m:
-            # The whole part, as int() then float(); as in steps_within, a stretch that takes
-            # no time starts from its end.
-            done = (elapsed / (old / lim)) // 1.0 if old > 0.0 else lim
-            if done > lim:
-                done = lim
-            while done < lim:
-                j = done + 1.0
-                if c * j + (m * j + b * (j - 1.0) * j / 2.0) > elapsed:
-                    break
-                done = j
-            while done > 0.0 and c * done + (m * done + b * (done - 1.0) * done / 2.0) > elapsed:
-                done -= 1.0
+        done = steps_within(c, m, b, old, lim, elapsed)
         kf = done + 1.0
         if kf >= lim:
             return -1.0
-        new = c * kf + (m * kf + b * (kf - 1.0) * kf / 2.0)
+        new = line_sum(c, m, b, kf)
         # The accounting of schedule() assumed the longer stretch; take the rest back.
         cut = old - new
         r.busy_time -= cut
