@@ -25,7 +25,6 @@ from registry.planner.result import (
     Scenario,
     Sizing,
     StepFigures,
-    TPOption,
 )
 from registry.planner.runtime_features import async_finding, async_scheduling
 from registry.planner.scenarios import (
@@ -36,7 +35,7 @@ from registry.planner.scenarios import (
 )
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
-from registry.planner.tp_choice import equal_gpu_comparison, tp_candidates, worst
+from registry.planner.tp_choice import compare_tp
 from registry.planner.uncertainty import uncertainty, with_intervals
 from registry.planner.unknowns import unknown_notes
 from registry.planner.version import PLANNER_VERSION
@@ -148,84 +147,7 @@ def recompute(
     mean = sum(c.arrival.mean_rps for c in workload.classes)
 
     # --- tensor parallelism: replication versus partitioning ------------------------------
-    options: list[TPOption] = []
-    mins: dict[int, int | None] = {}
-    candidates = tp_candidates(ev, plan_tp)
-    ev.prefetch_searches([tp for tp in candidates if ev.memory(tp).fits])
-    for tp in candidates:
-        mem = ev.memory(tp)
-        r = ev.min_replicas(tp) if mem.fits else None
-        mins[tp] = r
-        if r is None:
-            options.append(
-                TPOption(
-                    tensor_parallel=tp,
-                    gpus_per_replica=tp,
-                    fits=mem.fits,
-                    memory_reason=mem.reason,
-                    kv_tokens=mem.kv_tokens,
-                    kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
-                    min_ready_replicas_at_peak=None,
-                    gpus_at_peak=None,
-                    worst_ttft_p99_ms=None,
-                    worst_tpot_p99_ms=None,
-                    throughput_per_gpu_rps=None,
-                    cost_per_hour_at_peak_usd=None,
-                    slo_met=False,
-                    reason="does not fit in memory"
-                    if not mem.fits
-                    else "no replica count met the SLOs",
-                )
-            )
-            continue
-        at = ev.run(tp, r)
-        gpus = r * tp
-        options.append(
-            TPOption(
-                tensor_parallel=tp,
-                gpus_per_replica=tp,
-                fits=True,
-                memory_reason=mem.reason,
-                kv_tokens=mem.kv_tokens,
-                kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
-                min_ready_replicas_at_peak=r,
-                gpus_at_peak=gpus,
-                worst_ttft_p99_ms=worst(at, "ttft_p99_ms"),
-                worst_tpot_p99_ms=worst(at, "tpot_p99_ms"),
-                throughput_per_gpu_rps=round(peak / gpus, 3),
-                cost_per_hour_at_peak_usd=None if price is None else round(gpus * price, 2),
-                slo_met=True,
-                reason=f"{r} replica(s) x {tp} GPU(s) = {gpus} GPUs meet every p99 SLO",
-            )
-        )
-    options, equal_gpus = equal_gpu_comparison(ev, options, plan_tp, plan.total_replicas * plan_tp)
-    viable = [o for o in options if o.slo_met and o.gpus_at_peak is not None]
-    if viable:
-        best = min(viable, key=lambda o: (o.gpus_at_peak or 0, o.tensor_parallel))
-        chosen_tp = best.tensor_parallel
-        others = [
-            f"TP={o.tensor_parallel} needs {o.gpus_at_peak} GPUs "
-            f"(p99 TPOT {o.worst_tpot_p99_ms:.0f} ms)"
-            for o in viable
-            if o is not best
-        ]
-        tp_reason = (
-            f"TP={chosen_tp}: {best.min_ready_replicas_at_peak} x {chosen_tp} = "
-            f"{best.gpus_at_peak} GPUs at peak, p99 TPOT {best.worst_tpot_p99_ms:.0f} ms, "
-            f"{best.throughput_per_gpu_rps:.2f} req/s per GPU, the fewest GPUs"
-            + (f"; {'; '.join(others)}" if others else "")
-            + (
-                "; replication is chosen over partitioning: the model fits one GPU and more "
-                "GPUs per replica only add all-reduce time"
-                if chosen_tp == 1
-                else "; the smallest degree at which the model fits with room for KV"
-            )
-        )
-    else:
-        chosen_tp = plan_tp
-        tp_reason = "no tensor-parallel degree met the SLOs at any replica count searched"
-    if equal_gpus:
-        tp_reason += f"; {equal_gpus}"
+    options, mins, chosen_tp, tp_reason = compare_tp(ev, plan_tp, plan.total_replicas, peak, price)
     if chosen_tp != plan_tp:
         findings.append(f"the plan uses TP={plan_tp}; the recomputation prefers TP={chosen_tp}")
 

@@ -1,5 +1,6 @@
-"""Replication versus partitioning: the tensor-parallel degrees worth evaluating and the
-comparison of the plan's TP with TP=1 on the same GPUs."""
+"""Replication versus partitioning: the tensor-parallel degrees worth evaluating, the
+smallest SLO-meeting fleet of each, the degree chosen (fewest GPUs) and the comparison of
+the plan's TP with TP=1 on the same GPUs."""
 
 from __future__ import annotations
 
@@ -97,3 +98,89 @@ def equal_gpu_comparison(
         f"service per replica ({'enough' if one.fits_with_useful_kv else 'not enough'})"
     )
     return out, sentence
+
+
+def compare_tp(
+    ev: Evaluator, plan_tp: int, plan_replicas: int, peak: float, price: float | None
+) -> tuple[list[TPOption], dict[int, int | None], int, str]:
+    """Each worth-evaluating TP degree's smallest SLO-meeting fleet at peak, the degree with
+    the fewest GPUs and why; also the minimum replicas found per degree (None: none met)."""
+    options: list[TPOption] = []
+    mins: dict[int, int | None] = {}
+    candidates = tp_candidates(ev, plan_tp)
+    ev.prefetch_searches([tp for tp in candidates if ev.memory(tp).fits])
+    for tp in candidates:
+        mem = ev.memory(tp)
+        r = ev.min_replicas(tp) if mem.fits else None
+        mins[tp] = r
+        if r is None:
+            options.append(
+                TPOption(
+                    tensor_parallel=tp,
+                    gpus_per_replica=tp,
+                    fits=mem.fits,
+                    memory_reason=mem.reason,
+                    kv_tokens=mem.kv_tokens,
+                    kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
+                    min_ready_replicas_at_peak=None,
+                    gpus_at_peak=None,
+                    worst_ttft_p99_ms=None,
+                    worst_tpot_p99_ms=None,
+                    throughput_per_gpu_rps=None,
+                    cost_per_hour_at_peak_usd=None,
+                    slo_met=False,
+                    reason="does not fit in memory"
+                    if not mem.fits
+                    else "no replica count met the SLOs",
+                )
+            )
+            continue
+        at = ev.run(tp, r)
+        gpus = r * tp
+        options.append(
+            TPOption(
+                tensor_parallel=tp,
+                gpus_per_replica=tp,
+                fits=True,
+                memory_reason=mem.reason,
+                kv_tokens=mem.kv_tokens,
+                kv_concurrency_at_p99_context=mem.max_concurrency_at_p99_context,
+                min_ready_replicas_at_peak=r,
+                gpus_at_peak=gpus,
+                worst_ttft_p99_ms=worst(at, "ttft_p99_ms"),
+                worst_tpot_p99_ms=worst(at, "tpot_p99_ms"),
+                throughput_per_gpu_rps=round(peak / gpus, 3),
+                cost_per_hour_at_peak_usd=None if price is None else round(gpus * price, 2),
+                slo_met=True,
+                reason=f"{r} replica(s) x {tp} GPU(s) = {gpus} GPUs meet every p99 SLO",
+            )
+        )
+    options, equal_gpus = equal_gpu_comparison(ev, options, plan_tp, plan_replicas * plan_tp)
+    viable = [o for o in options if o.slo_met and o.gpus_at_peak is not None]
+    if viable:
+        best = min(viable, key=lambda o: (o.gpus_at_peak or 0, o.tensor_parallel))
+        chosen_tp = best.tensor_parallel
+        others = [
+            f"TP={o.tensor_parallel} needs {o.gpus_at_peak} GPUs "
+            f"(p99 TPOT {o.worst_tpot_p99_ms:.0f} ms)"
+            for o in viable
+            if o is not best
+        ]
+        tp_reason = (
+            f"TP={chosen_tp}: {best.min_ready_replicas_at_peak} x {chosen_tp} = "
+            f"{best.gpus_at_peak} GPUs at peak, p99 TPOT {best.worst_tpot_p99_ms:.0f} ms, "
+            f"{best.throughput_per_gpu_rps:.2f} req/s per GPU, the fewest GPUs"
+            + (f"; {'; '.join(others)}" if others else "")
+            + (
+                "; replication is chosen over partitioning: the model fits one GPU and more "
+                "GPUs per replica only add all-reduce time"
+                if chosen_tp == 1
+                else "; the smallest degree at which the model fits with room for KV"
+            )
+        )
+    else:
+        chosen_tp = plan_tp
+        tp_reason = "no tensor-parallel degree met the SLOs at any replica count searched"
+    if equal_gpus:
+        tp_reason += f"; {equal_gpus}"
+    return options, mins, chosen_tp, tp_reason
