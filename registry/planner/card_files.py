@@ -103,6 +103,12 @@ class EfficiencyEntry(BaseModel):
     mbu: Share = Field(description="Share of peak memory bandwidth a decode step streams at.")
     attn_mfu: Share = Field(description="Prefill attention kernel's share of dense peak.")
     layer_us: Positive = Field(description="Fixed time per layer of the small kernels, in us.")
+    shards_priced: bool = Field(
+        default=False,
+        description="True when layer_us carries each GEMM's fixed time, fitted over GEMMs "
+        "at tensor-parallel shard shapes: a smaller shard per GPU then costs that fixed time "
+        "again, and mbu and mfu are not lowered further with the TP degree.",
+    )
     measured: bool = Field(description="Read from measurements (true) or assumed (false).")
     source: Source = Field(description="The measurements (or the assumption) and where.")
 

@@ -36,6 +36,9 @@ class KernelEfficiency:
     layer_us: float
     source: str
     measured: bool = True
+    # layer_us holds each GEMM's fixed time, fitted over tensor-parallel shard shapes, so
+    # the step model does not lower mbu and mfu again for smaller shards (TP decay).
+    shards_priced: bool = False
 
 
 FALLBACK = KernelEfficiency(
@@ -73,6 +76,7 @@ def kernel_efficiency(accelerator: str, weight_bytes: float) -> tuple[KernelEffi
             layer_us=entry.layer_us,
             source=entry.source,
             measured=entry.measured,
+            shards_priced=entry.shards_priced,
         ),
         f"{card.name} {dtype}",
     )

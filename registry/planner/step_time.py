@@ -66,6 +66,7 @@ class ResolvedEfficiency:
     layer_us: float
     table_key: str
     source: str
+    shards_priced: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ class Efficiency:
             layer_us=entry.layer_us if self.layer_overhead_us is None else self.layer_overhead_us,
             table_key=key,
             source=entry.source,
+            # Only the card's own layer_us carries the per-GEMM fixed time; a given one may not.
+            shards_priced=entry.shards_priced and self.layer_overhead_us is None,
         )
 
 
@@ -127,6 +130,11 @@ def efficiency_sources(
         out["allreduce_latency_us"] = "given"
     elif card_latency is not None:
         out["allreduce_latency_us"] = f"accelerator card: {card_latency[1]}"
+    if res.shards_priced:
+        out["tp_efficiency_decay"] = (
+            f"not applied: the accelerator card [{res.table_key}] prices smaller shards "
+            "with its fixed time per GEMM (layer_us)"
+        )
     if efficiency.async_scheduling:
         out["step_overhead_ms"] = out["sequence_overhead_ms"] = ASYNC_SCHEDULING
     return out
@@ -165,7 +173,11 @@ class StepModel:
         self.efficiency = efficiency
         res = efficiency.resolve(accel, shape.weight_bytes)
         self.resolved = res
-        decay = tp ** (-efficiency.tp_efficiency_decay) if tp > 1 else 1.0
+        # Smaller shards per GPU stream and compute less efficiently (tp_efficiency_decay),
+        # unless the card's layer_us already prices that: a fixed time per GEMM fitted over
+        # GEMMs at shard shapes is paid in full on every GPU, which is the same loss.
+        decayed = tp > 1 and not res.shards_priced
+        decay = tp ** (-efficiency.tp_efficiency_decay) if decayed else 1.0
         bw = accel.memory_bandwidth_gb_s * 1e9 * res.mbu * decay
         flops = _flops_dtype(accel, shape.weight_bytes) * res.mfu * decay
         card = find_model(shape.name)

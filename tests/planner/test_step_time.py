@@ -3,6 +3,7 @@ efficiencies and tensor-parallel behaviour."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.planner import profiles
-from benchmarks.planner.heldout.point import Bench, predict
+from benchmarks.planner.heldout.point import Bench, _provider, predict
 from registry.planner.catalog import find_accelerator
 from registry.planner.efficiency import FALLBACK, kernel_efficiency
 from registry.planner.model_shape import resolve_model
@@ -245,3 +246,54 @@ def test_all_reduce_latency_comes_from_the_card_when_it_measured_one() -> None:
     assert sources["allreduce_latency_us"].startswith("accelerator card: RCCL against NCCL")
     h100_spec = profiles.provider("llama-3.1-70b", "h100").accelerator
     assert "assumed" in efficiency_sources(Efficiency(), h100_spec, 2.0)["allreduce_latency_us"]
+
+
+def test_a_card_that_prices_shards_per_gemm_is_not_lowered_again_by_the_tp_degree() -> None:
+    # B200 fp8's layer_us holds each GEMM's fixed time fitted over TP1 and TP2 shards, so at
+    # TP2 each GPU streams half the weights at the card's mbu (no TP^-0.1); its bf16 entry
+    # (layer_us carried over from H100) keeps the decay, and so does a given layer_us.
+    def b200(weights: str, tp: int, efficiency: Efficiency) -> StepModel:
+        prov = _provider(Bench("llama-3.3-70b", "B200-HGX-180GB", 1024, 1024, weights=weights))
+        return StepModel(
+            resolve_model(prov), prov.accelerator, tensor_parallel=tp, efficiency=efficiency
+        )
+
+    plain = Efficiency()
+    fp8_1, fp8_2 = b200("fp8", 1, plain), b200("fp8", 2, plain)
+    assert fp8_2.resolved.shards_priced
+    assert fp8_2.dense_weight_time == pytest.approx(fp8_1.dense_weight_time / 2)
+    assert fp8_2.layer_time == fp8_1.layer_time
+    bf16_1, bf16_2 = b200("bf16", 1, plain), b200("bf16", 2, plain)
+    assert not bf16_2.resolved.shards_priced
+    assert bf16_2.dense_weight_time == pytest.approx(bf16_1.dense_weight_time / 2 * 2**0.1)
+    given_ = b200("fp8", 2, Efficiency(layer_overhead_us=56.0))
+    assert given_.dense_weight_time == pytest.approx(fp8_1.dense_weight_time / 2 * 2**0.1)
+    accel = find_accelerator("b200")
+    assert accel is not None and accel.collectives is not None
+    assert fp8_2.comm_fixed == pytest.approx(2 * 80 * accel.collectives.allreduce_latency_us / 1e6)
+    spec = profiles.provider("llama-3.3-70b", "B200-HGX-180GB").accelerator
+    assert efficiency_sources(plain, spec, 1.0)["tp_efficiency_decay"].startswith("not applied")
+    assert efficiency_sources(plain, spec, 2.0)["tp_efficiency_decay"].startswith("Databricks")
+
+
+def test_a_benchmark_that_names_its_all_reduce_kernel_is_priced_with_it() -> None:
+    # InferenceMAX's B200 runs compile FlashInfer's fused all-reduce: Bench.allreduce_latency_us
+    # replaces the card's vLLM custom all-reduce time, and a faster kernel shortens TPOT.
+    point = Bench(
+        "llama-3.3-70b",
+        "B200-HGX-180GB",
+        1024,
+        256,
+        tp=2,
+        clients=4,
+        weights="fp8",
+        kv="fp8",
+        requests=8,
+        max_model_len=2048,
+    )
+    card = predict(point)["tpot_p50_ms"]
+    fused = predict(replace(point, allreduce_latency_us=5.2))["tpot_p50_ms"]
+    slow = predict(replace(point, allreduce_latency_us=20.0))["tpot_p50_ms"]
+    assert fused < card < slow
+    # 160 all-reduces a step, each (7.1 - 5.2) us shorter.
+    assert card - fused == pytest.approx(160 * 1.9e-3, rel=0.1)

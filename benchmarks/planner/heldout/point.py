@@ -53,6 +53,10 @@ class Bench:
     # vLLM's --async-scheduling (off by default in the releases the held-out runs used):
     # the engine's CPU time per step overlaps the GPU step (registry/planner/step_time.py).
     async_scheduling: bool = False
+    # One all-reduce's fixed time (us) when the run's configuration names an all-reduce
+    # kernel other than the one the accelerator card measured (e.g. FlashInfer's fused
+    # all-reduce + RMSNorm + quantisation); None: the card's (or the interconnect default).
+    allreduce_latency_us: float | None = None
 
 
 def length_distribution(length: int, ratio: float) -> dict[str, Any]:
@@ -104,7 +108,9 @@ def predict(b: Bench) -> dict[str, float]:
         wl,
         prov,
         resolve_model(prov),
-        Efficiency(async_scheduling=b.async_scheduling),
+        Efficiency(
+            async_scheduling=b.async_scheduling, allreduce_latency_us=b.allreduce_latency_us
+        ),
         seed=0,
         requests=b.requests,
         frontend_ms=None if b.api_server else 0.0,
