@@ -109,7 +109,11 @@ def test_calibrating_on_one_test_makes_no_held_out_figure_worse() -> None:
     used before this rule, made two of the seven worse (TTFT p50 at 20 req/s -1.8 % to
     +2.7 %, TPOT p50 at 20 req/s -8.3 % to +8.6 %) while halving their RMS; should the
     evidence or the step-time model change so that a share of the fit passes, the RMS must
-    then fall."""
+    then fall. The rule checks the groups the evidence has, not loads it did not cover:
+    calibrated on 1 and 10 req/s (four groups) it keeps the whole fit, and TPOT p50 at
+    20 req/s still goes from -8.3 % to +8.6 % (measured when this test was written), so
+    the strict bound here holds because the rule declines, not because a fit cannot
+    overshoot an unseen load."""
     by_name = {c.name: c for c in CASES}
     pairs = []
     for case in CASES:
