@@ -19,6 +19,7 @@ from registry.planner.calibration import calibrate
 from registry.planner.kv_layout import kv_bytes_per_token, kv_pool
 from registry.planner.memory import GIB, MemoryFit, memory_fit
 from registry.planner.model_shape import resolve_model
+from registry.planner.result import Calibration
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, StepModel
 from registry.records.evidence import LoadTestEvidence
@@ -812,9 +813,10 @@ NERD_POINT = {
 
 
 @cache
-def _nerd_calibrated() -> tuple[Efficiency, float | None]:
-    """MBU, MFU and API server time fitted by the planner's own calibration to the 10 req/s
-    point alone."""
+def nerd_calibration() -> tuple[Efficiency, Calibration]:
+    """MBU, MFU and API server time from the planner's own calibration to the 10 req/s
+    point alone: the fit as far as its held-out check allows, or the defaults when no share
+    of it is safe (then the calibrated figures are the uncalibrated ones)."""
     pl, wl, prov = _nerd_records(NERD_POINT["rate"])
     doc = {
         "name": "nerdalert-h100-10rps",
@@ -851,13 +853,15 @@ def _nerd_calibrated() -> tuple[Efficiency, float | None]:
         shape=resolve_model(prov),
         base=Efficiency(),
     )
-    assert cal.fitted, cal
-    return eff, cal.frontend_ms
+    return eff, cal
 
 
 @cache
 def _nerd_run(rate: float, calibrated: bool = False) -> dict[str, float]:
-    eff, front = _nerd_calibrated() if calibrated else (None, None)
+    eff, front = None, None
+    if calibrated:
+        eff, cal = nerd_calibration()
+        front = cal.frontend_ms
     c = _nerd_eval(rate, efficiency=eff, frontend_ms=front).run(1, 1).per_class["c"]
     out = {}
     for key in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"):
@@ -896,9 +900,12 @@ def _nerd_case(
             lambda: _nerd_run(rate, True)[metric],
             0.10,
             "MBU, MFU and the API server's time fitted to the 10 req/s point alone (TTFT and "
-            "TPOT p50 and p99) by registry/planner/calibration.py; tuned: the fit's pull "
-            "towards the runtime's default API server time (FRONTEND_PRIOR_WEIGHT) was chosen "
-            "with these cases in view" + (f"; {note}" if note else ""),
+            "TPOT p50 and p99) by registry/planner/calibration.py, used only as far as no "
+            "held-out group of that point (its TTFT, its TPOT) gets worse than the defaults: "
+            "where no share of the fit is safe the defaults stay and the figure is the "
+            "uncalibrated one; tuned: the fit's pull towards the runtime's default API server "
+            "time (FRONTEND_PRIOR_WEIGHT) was chosen with these cases in view"
+            + (f"; {note}" if note else ""),
             held_out=False,
         )
     return Case(
@@ -914,6 +921,25 @@ def _nerd_case(
 
 
 _FRONT_END = "includes the API server's time (tokenisation, HTTP): the runtime's FRONTEND figure"
+_KEPT_DEFAULTS = (
+    "the calibration keeps the defaults on the 10 req/s point alone: held out, the fit to "
+    "its TPOT predicts its TTFT worse than the defaults at every share tried (the TTFT p50 "
+    "moves further off), and the rule lets no group get worse; so this is the uncalibrated "
+    "figure, outside the calibrated cases' 10 %"
+)
+# The calibrated cases outside their target because the calibration declined the fit
+# (benchmarks/planner/validation_doc.py READINGS; each is a strict xfail).
+CALIBRATED_READINGS: dict[str, str] = {
+    "TTFT p50 at 1 req/s, calibrated on 10 req/s (vLLM 0.8.3)": _KEPT_DEFAULTS
+    + " (the runtime's API server time is longer than vLLM 0.8.3's here)",
+    "TPOT p50 at 1 req/s, calibrated on 10 req/s (vLLM 0.8.3)": _KEPT_DEFAULTS,
+    "TPOT p99 at 1 req/s, calibrated on 10 req/s (vLLM 0.8.3)": _KEPT_DEFAULTS,
+    "TTFT p99 at 20 req/s, calibrated on 10 req/s (vLLM 0.8.3)": _KEPT_DEFAULTS
+    + " (the uncalibrated case's reading: queued 1000-token prefills wait longer in vLLM "
+    "0.8.3)",
+    "TPOT p99 at 20 req/s, calibrated on 10 req/s (vLLM 0.8.3)": _KEPT_DEFAULTS
+    + " (the uncalibrated case's reading: vLLM 0.8.3's mixed steps are dearer)",
+}
 NERD_CASES: tuple[Case, ...] = (
     _nerd_case(1.0, "ttft_p50_ms", 44.62, _FRONT_END),
     _nerd_case(1.0, "tpot_p50_ms", 8.70),
@@ -926,7 +952,7 @@ NERD_CASES: tuple[Case, ...] = (
     _nerd_case(20.0, "ttft_p99_ms", 233.34),
     _nerd_case(20.0, "tpot_p50_ms", 20.95),
     _nerd_case(20.0, "tpot_p99_ms", 33.53),
-    # Calibrated on one point (every percentile of 10 req/s): the other loads within 10 %.
+    # Calibrated on one point (every percentile of 10 req/s), compared with the rows above.
     _nerd_case(1.0, "ttft_p50_ms", 44.62, calibrated=True),
     _nerd_case(1.0, "tpot_p50_ms", 8.70, calibrated=True),
     _nerd_case(1.0, "tpot_p99_ms", 9.51, calibrated=True),

@@ -10,25 +10,29 @@ constant in the parameters, so derivative-based least squares would stall); at e
 the API server's time per request, which only shifts TTFT, is fitted on top without
 rerunning the simulation. The fit error reported is the root mean square of the log errors.
 
-A fit must earn its place: it is checked by leave-one-out over the fitted figures, a group
-at a time (one metric of one class of one test: its p50, p90 and p99 move together, so
-holding out one percentile alone would test little). Each group is predicted by the best
-of the simulated points fitted to the other groups, and the root mean square of those
-held-out log errors is compared with the defaults' error on the same figures. A fit that
-predicts held-out figures no better than the defaults is not used: calibrating on a test
-must never make the planner worse than it was without it.
+A fit must earn its place, figure group by figure group: it is checked by leave-one-out
+over the fitted figures, a group at a time (one metric of one class of one test: its p50,
+p90 and p99 move together, so holding out one percentile alone would test little). Each
+group is predicted by the best of the simulated points fitted to the other groups, shrunk
+toward the defaults by a share alpha (1, 0.75, 0.5, 0.25: the fractions in log space, the
+API server time linearly), and its root mean square log error is compared with the
+defaults' on the same group. The largest alpha at which no held-out group does worse than
+the defaults (and the held-out error as a whole is lower) is the share of the full fit that
+is used; when there is none the defaults stay. An RMS alone would let a fit trade one
+figure for another (issue 28: TTFT p50 +31 % for the tail points), which is what a fit
+must not do: it is used only as far as every group it could be checked on supports it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from registry.planner.efficiency import frontend_time
 from registry.planner.model_shape import ModelShape, resolve_model
 from registry.planner.parallel import ordered_map
-from registry.planner.result import Calibration, CalibrationResidual
+from registry.planner.result import Calibration, CalibrationGroup, CalibrationResidual
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, efficiency_sources
 from registry.records.evidence import LoadTestEvidence
@@ -384,92 +388,241 @@ def calibrate(
             "these tests (another bottleneck, or a replay unlike the test); the defaults stay"
         )
         return base, unfitted.model_copy(update={"rejected": why})
-    fitted = base.with_fractions(mbu, mfu)
-    residuals = _as_residuals(engine_at(mbu, mfu), frontend_ms)
-    rms = math.sqrt(_loss(residuals) / max(1, len(residuals)))
-    # Not kept: the leave-one-out check scores the fit's own points only.
+    # Not kept: the leave-one-out folds choose among the fit's own points only.
     at_defaults = simulated.get(at_default_point) or default_engine
     default_error = _rms(_as_residuals(at_defaults, default_frontend))
-    held_out = held_out_error(simulated, default_frontend)
-    checked = unfitted.model_copy(
-        update={"held_out_error": held_out, "default_error": default_error}
-    )
-    if held_out is None:
+    fits = fold_fits(simulated, default_frontend)
+    if not fits:
         why = (
             "the evidence gives one group of figures (one metric of one class), so the fit "
             "cannot be checked on figures it was not fitted to; the defaults stay"
         )
-        return base, checked.model_copy(update={"rejected": why})
-    if held_out >= default_error:
+        return base, unfitted.model_copy(update={"default_error": default_error, "rejected": why})
+    engines = {**simulated, at_default_point: at_defaults}
+
+    def simulate(points: Sequence[Point]) -> None:
+        missing = [p for p in dict.fromkeys(points) if p not in engines]
+        engines.update(zip(missing, simulate_points(missing), strict=True))
+
+    default = Fit(at_default_point, default_frontend)
+    chosen = choose_shrinkage(fits, default, engines, simulate)
+    checked = unfitted.model_copy(
+        update={
+            "held_out_error": chosen.held_out_error,
+            "default_error": default_error,
+            "held_out_groups": chosen.groups,
+            "worst_group": chosen.worst,
+        }
+    )
+    if chosen.alpha is None:
+        w = chosen.worst
         why = (
-            f"the fit predicts held-out figures no better than the defaults (leave-one-out "
-            f"RMS log error {held_out:.3f} against the defaults' {default_error:.3f}); "
-            "the defaults stay"
+            f"no share of the fit predicts every held-out group at least as well as the "
+            f"defaults (leave-one-out RMS log error {chosen.held_out_error:.3f} against the "
+            f"defaults' {default_error:.3f}; worst group {w.evidence} {w.traffic_class} "
+            f"{w.metric}: {w.held_out_error:.3f} against {w.default_error:.3f} at the full "
+            f"fit, and no share down to {min(SHRINKAGE):g} of it is safe); the defaults stay"
         )
         return base, checked.model_copy(update={"rejected": why})
+    used = shrink(Fit((mbu, mfu), frontend_ms), default, chosen.alpha)
+    simulate([used.point])
+    fitted = base.with_fractions(*used.point)
+    residuals = _as_residuals(engines[used.point], used.frontend_ms)
     sources["mbu"] = sources["mfu"] = (
         "least-squares fit (log error) to load-test evidence: " + ", ".join(c.name for c in cases)
     )
-    if frontend_ms != default_frontend:
+    if chosen.alpha < 1.0:
+        sources["mbu"] = sources["mfu"] = sources["mbu"] + (
+            f", shrunk to {chosen.alpha:g} of the way from the defaults (MBU {defaults.mbu:g}, "
+            f"MFU {defaults.mfu:g}) to the fit (MBU {mbu:g}, MFU {mfu:g}, API server "
+            f"{frontend_ms:g} ms)"
+        )
+    if used.frontend_ms != default_frontend:
         sources["frontend_ms"] = sources["mbu"] + " (it shifts TTFT only)"
-    return fitted, Calibration(
-        source_evidence=[c.name for c in cases],
-        ignored_evidence=ignored,
-        fitted=True,
-        mbu=round(mbu, 4),
-        mfu=round(mfu, 4),
-        step_overhead_ms=fitted.step_overhead_ms,
-        fit_error=round(rms, 4),
-        residuals=residuals,
-        sources=sources,
-        frontend_ms=frontend_ms,
-        held_out_error=held_out,
-        default_error=default_error,
+    return fitted, checked.model_copy(
+        update={
+            "source_evidence": [c.name for c in cases],
+            "fitted": True,
+            "mbu": round(used.point[0], 4),
+            "mfu": round(used.point[1], 4),
+            "step_overhead_ms": fitted.step_overhead_ms,
+            "fit_error": _rms(residuals),
+            "residuals": residuals,
+            "sources": sources,
+            "frontend_ms": used.frontend_ms,
+            "shrinkage": chosen.alpha,
+        }
     )
 
 
 Engine = list[tuple[str, str, str, float, float | None]]
+Point = tuple[float, float]
+Group = tuple[str, str, str]
+
+# How much of a fit is tried, largest first: the fractions move this share of the way from
+# the defaults to the fit in log space (a ratio, as the errors are), the API server time
+# this share of its difference. 0 is the defaults themselves: a fit no share of which is
+# safe on every held-out group is not used.
+SHRINKAGE = (1.0, 0.75, 0.5, 0.25)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A calibration point: the fractions simulated and the API server time on top."""
+
+    point: Point
+    frontend_ms: float
+
+
+def shrink(fit: Fit, default: Fit, alpha: float) -> Fit:
+    """``alpha`` of the way from ``default`` to ``fit``: geometric for the fractions (a step
+    time is inversely proportional to them, so log space is where errors are symmetric),
+    linear for the API server time (an added constant, which may be 0)."""
+    if alpha >= 1.0:
+        return fit
+    if alpha <= 0.0:
+        return default
+
+    def toward(d: float, f: float) -> float:
+        # Rounded so that a blended point is one key of the simulated points.
+        return round(math.exp(math.log(d) + alpha * (math.log(f) - math.log(d))), 4)
+
+    (dm, df), (fm, ff) = default.point, fit.point
+    front = default.frontend_ms + alpha * (fit.frontend_ms - default.frontend_ms)
+    return Fit((toward(dm, fm), toward(df, ff)), round(front, 3))
 
 
 def _rms(residuals: Sequence[CalibrationResidual]) -> float:
     return round(math.sqrt(_loss(residuals) / max(1, len(residuals))), 4)
 
 
-def _group(row: tuple[str, str, str, float, float | None]) -> tuple[str, str, str]:
+def _group(row: tuple[str, str, str, float, float | None]) -> Group:
     name, cname, key, _, _ = row
     return name, cname, key.split("_p", 1)[0]
 
 
-def held_out_error(
-    simulated: dict[tuple[float, float], Engine], default_frontend: float
-) -> float | None:
-    """Leave-one-group-out RMS log error over the simulated points; None with one group.
+def fold_fits(simulated: dict[Point, Engine], default_frontend: float) -> dict[Group, Fit]:
+    """For each group (evidence, class, metric), the simulated point and API server time
+    that fit the other groups best; empty with fewer than two groups.
 
-    For each group (evidence, class, metric) the point and API server time that fit the
-    other groups best predict it; every simulated point has the same figures in the same
-    order, so a fold reruns no simulation.
+    Every simulated point has the same figures in the same order, so a fold reruns no
+    simulation.
     """
     if not simulated:
-        return None
+        return {}
     rows = next(iter(simulated.values()))
     groups = sorted({_group(row) for row in rows})
     if len(groups) < 2:
-        return None
-    errors: list[CalibrationResidual] = []
+        return {}
+    fits: dict[Group, Fit] = {}
     for group in groups:
 
-        def fold_loss(engine: Engine, group: tuple[str, str, str] = group) -> tuple[float, float]:
+        def fold_loss(engine: Engine, group: Group = group) -> tuple[float, float]:
             kept = [row for row in engine if _group(row) != group]
             front = _best_frontend(kept, default_frontend)
-            return _loss(_as_residuals(kept, front)) + _frontend_prior(
-                front, default_frontend
-            ), front
+            loss = _loss(_as_residuals(kept, front)) + _frontend_prior(front, default_frontend)
+            return loss, front
 
         scored = [(fold_loss(engine), key) for key, engine in simulated.items()]
         (_, front), best = min(scored, key=lambda item: (item[0][0], item[1]))
-        held = [row for row in simulated[best] if _group(row) == group]
-        errors.extend(_as_residuals(held, front))
-    return _rms(errors)
+        fits[group] = Fit(best, front)
+    return fits
+
+
+def _held_out_residuals(
+    fits: dict[Group, Fit], engines: dict[Point, Engine]
+) -> dict[Group, list[CalibrationResidual]]:
+    """Each group's figures as predicted by its fold's fit (``engines`` holds its point)."""
+    return {
+        group: _as_residuals(
+            [row for row in engines[fit.point] if _group(row) == group], fit.frontend_ms
+        )
+        for group, fit in fits.items()
+    }
+
+
+def held_out_error(simulated: dict[Point, Engine], default_frontend: float) -> float | None:
+    """Leave-one-group-out RMS log error of the full fit; None with one group."""
+    fits = fold_fits(simulated, default_frontend)
+    if not fits:
+        return None
+    held = _held_out_residuals(fits, simulated)
+    return _rms([r for rows in held.values() for r in rows])
+
+
+@dataclass(frozen=True)
+class Shrinkage:
+    """The share of a fit that held-out figures support, and the errors that chose it.
+
+    ``alpha`` is None when no share of the fit is safe: then the errors are the full
+    fit's (alpha 1), which is what was rejected.
+    """
+
+    alpha: float | None
+    held_out_error: float
+    default_error: float
+    groups: list[CalibrationGroup]
+
+    @property
+    def worst(self) -> CalibrationGroup:
+        """The group nearest to (or furthest into) doing worse than the defaults."""
+        return max(
+            self.groups,
+            key=lambda g: (
+                g.held_out_error - g.default_error,
+                g.evidence,
+                g.traffic_class,
+                g.metric,
+            ),
+        )
+
+
+def choose_shrinkage(
+    fits: dict[Group, Fit],
+    default: Fit,
+    engines: dict[Point, Engine],
+    simulate: Callable[[Sequence[Point]], None],
+) -> Shrinkage:
+    """The largest share of each fold's fit under which no held-out group does worse.
+
+    At each ``alpha`` of SHRINKAGE, every group is predicted by its fold's fit shrunk that
+    far toward the defaults; the alpha is kept when each group's RMS log error is at most
+    the defaults' on the same group and the overall held-out error is below the defaults'.
+    A single group allowed to worsen would let a fit trade one figure for another, which
+    is what issue 28 found calibration doing (TTFT p50 +31 % for the tail points).
+    ``engines`` holds the defaults' point and every fold's; ``simulate`` adds the points
+    it is asked for to it (a batch per alpha, so a full fit that passes costs nothing).
+    """
+    at_default = _held_out_residuals(dict.fromkeys(fits, default), engines)
+    default_rms = _rms([r for rows in at_default.values() for r in rows])
+
+    def at(alpha: float) -> Shrinkage:
+        shrunk = {g: shrink(fit, default, alpha) for g, fit in fits.items()}
+        simulate([f.point for f in shrunk.values()])
+        held = _held_out_residuals(shrunk, engines)
+        groups = [
+            CalibrationGroup(
+                evidence=g[0],
+                traffic_class=g[1],
+                metric=g[2],
+                held_out_error=_rms(held[g]),
+                default_error=_rms(at_default[g]),
+            )
+            for g in sorted(fits)
+        ]
+        overall = _rms([r for rows in held.values() for r in rows])
+        return Shrinkage(alpha, overall, default_rms, groups)
+
+    for alpha in SHRINKAGE:
+        result = at(alpha)
+        # Compared rounded, as reported: a tie in the fourth decimal is no worse.
+        if result.held_out_error < default_rms and all(
+            g.held_out_error <= g.default_error for g in result.groups
+        ):
+            return result
+    # Nothing is safe: report the full fit's errors (its points are simulated already).
+    full = at(1.0)
+    return Shrinkage(None, full.held_out_error, default_rms, full.groups)
 
 
 def _outside_physical(mbu: float, mfu: float, frontend_ms: float) -> str | None:

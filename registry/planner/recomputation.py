@@ -386,6 +386,20 @@ def recompute(
             )
     if calibration.rejected:
         findings.append(f"calibration rejected: {calibration.rejected}")
+    if calibration.fitted and calibration.worst_group is not None:
+        w = calibration.worst_group
+        share = (
+            "the whole fit"
+            if calibration.shrinkage == 1.0
+            else f"{calibration.shrinkage:g} of the fit, shrunk toward the defaults"
+        )
+        findings.append(
+            f"calibration used {share} (no held-out group worse "
+            f"than the defaults): leave-one-out RMS log error {calibration.held_out_error} "
+            f"against the defaults' {calibration.default_error}; worst group: "
+            f"{w.evidence} {w.traffic_class} {w.metric}, {w.held_out_error} against "
+            f"{w.default_error}"
+        )
     if calibration.fitted and calibration.fit_error is not None and calibration.fit_error > 0.25:
         findings.append(
             f"the step-time model disagrees with the evidence (RMS log error "

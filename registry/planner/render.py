@@ -88,8 +88,9 @@ def render_text(result: PlanRecomputation) -> str:
     if c.fitted:
         lines.append(
             f"calibration: MBU {c.mbu:.2f}, MFU {c.mfu:.2f}{front} fitted to "
-            f"{', '.join(c.source_evidence)} (RMS log error {c.fit_error}; held out "
-            f"{c.held_out_error}, the defaults' {c.default_error})"
+            f"{', '.join(c.source_evidence)} (RMS log error {c.fit_error}; "
+            f"{'the whole fit' if c.shrinkage == 1.0 else f'{c.shrinkage:g} of the fit'} "
+            f"used, held out {c.held_out_error}, the defaults' {c.default_error})"
         )
     else:
         why = "fit rejected, see findings" if c.rejected else "no usable evidence"

@@ -226,6 +226,19 @@ class CalibrationResidual(_Out):
     relative_error: float | None
 
 
+class CalibrationGroup(_Out):
+    """One held-out group of figures (one metric of one class of one test)."""
+
+    evidence: str
+    traffic_class: str
+    metric: str
+    held_out_error: float = Field(
+        description="RMS log error of the group predicted by the fit to the other groups, "
+        "shrunk toward the defaults as far as the calibration's shrinkage."
+    )
+    default_error: float = Field(description="RMS log error of the defaults on the group.")
+
+
 class Calibration(_Out):
     source_evidence: list[str]
     ignored_evidence: dict[str, str] = Field(default_factory=dict)
@@ -251,13 +264,31 @@ class Calibration(_Out):
     held_out_error: float | None = Field(
         default=None,
         description="Leave-one-out RMS log error of the fit: each group of figures (one "
-        "metric of one class of one test) predicted by the fit to the others. None when "
-        "nothing was fitted or one group cannot be held out.",
+        "metric of one class of one test) predicted by the fit to the others, shrunk as "
+        "far as `shrinkage` (the full fit's when it was rejected). None when nothing was "
+        "fitted or one group cannot be held out.",
     )
     default_error: float | None = Field(
         default=None,
         description="RMS log error of the default efficiencies on the same figures; a fit "
         "whose held-out error is not below it is not used.",
+    )
+    shrinkage: float | None = Field(
+        default=None,
+        description="The share of the fit used (alpha): the fractions move this far from the "
+        "defaults toward the fit in log space, the API server time linearly. The largest of "
+        "1, 0.75, 0.5 and 0.25 at which no held-out group does worse than the defaults; "
+        "None when the fit is not used.",
+    )
+    held_out_groups: list[CalibrationGroup] = Field(
+        default_factory=list,
+        description="Every held-out group's error at `shrinkage` (at the full fit when "
+        "rejected) against the defaults' on the same group.",
+    )
+    worst_group: CalibrationGroup | None = Field(
+        default=None,
+        description="The held-out group nearest to (or furthest into) doing worse than the "
+        "defaults.",
     )
 
 

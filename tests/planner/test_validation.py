@@ -21,12 +21,12 @@ from benchmarks.planner.validation import (
     Outcome,
     _launch,
     _vllm_fit,
+    nerd_calibration,
     run_all,
 )
 from benchmarks.planner.validation_doc import (
     DOC,
     ERRORS,
-    FAMILY_TARGET,
     READINGS,
     error_ranges,
     render,
@@ -96,12 +96,24 @@ def test_validation_document_and_error_ranges_are_current() -> None:
     )
 
 
-def test_calibrating_on_one_test_makes_no_held_out_figure_much_worse() -> None:
+def test_calibrating_on_one_test_makes_no_held_out_figure_worse() -> None:
     """Issue 28: calibrated on the 10 req/s point of the vLLM 0.8.3 run alone, the figures at
     1 and 20 req/s (which it never saw) are each compared with the uncalibrated planner's
-    error on the same figure. The fit's RMS over them must drop and no figure may get worse
-    by more than a point of error (two cross zero: TTFT p50 at 20 req/s -1.8 % to +2.7 %,
-    TPOT p50 at 20 req/s -8.3 % to +8.6 %; docs/planner-validation.md has both)."""
+    error on the same figure: none may be worse, with no tolerance.
+
+    What holds it is the calibration's own rule, not these figures: the fit is used only as
+    far as no held-out group of the 10 req/s point (its TTFT, its TPOT) gets worse. On this
+    evidence no share of it passes (the calibration's findings name the group: the TTFT
+    fold, fitted to TPOT alone at the runtime's API server time, moves TTFT p50 further
+    off), so the defaults stay and the figures equal the uncalibrated ones. The full fit,
+    used before this rule, made two of the seven worse (TTFT p50 at 20 req/s -1.8 % to
+    +2.7 %, TPOT p50 at 20 req/s -8.3 % to +8.6 %) while halving their RMS; should the
+    evidence or the step-time model change so that a share of the fit passes, the RMS must
+    then fall. The rule checks the groups the evidence has, not loads it did not cover:
+    calibrated on 1 and 10 req/s (four groups) it keeps the whole fit, and TPOT p50 at
+    20 req/s still goes from -8.3 % to +8.6 % (measured when this test was written), so
+    the strict bound here holds because the rule declines, not because a fit cannot
+    overshoot an unseen load."""
     by_name = {c.name: c for c in CASES}
     pairs = []
     for case in CASES:
@@ -111,13 +123,22 @@ def test_calibrating_on_one_test_makes_no_held_out_figure_much_worse() -> None:
         pairs.append((Outcome(plain, plain.compute()), Outcome(case, case.compute())))
     assert len(pairs) == 7
     for before, after in pairs:
-        assert abs(after.error) <= abs(before.error) + 0.01, (before.case.name, before.error)
-        assert abs(after.error) <= FAMILY_TARGET
+        assert abs(after.error) <= abs(before.error), (before.case.name, before.error, after.error)
 
     def rms(errors: list[float]) -> float:
         return (sum(e * e for e in errors) / len(errors)) ** 0.5
 
-    assert rms([a.error for _, a in pairs]) < rms([b.error for b, _ in pairs]) / 2
+    _, cal = nerd_calibration()
+    if cal.fitted:
+        assert cal.shrinkage is not None
+        assert all(g.held_out_error <= g.default_error for g in cal.held_out_groups)
+        assert rms([a.error for _, a in pairs]) < rms([b.error for b, _ in pairs])
+    else:
+        # Refused by the per-group rule, which says which group and by how much.
+        worst = cal.worst_group
+        assert worst is not None and worst.held_out_error > worst.default_error
+        assert cal.rejected is not None and f"worst group {worst.evidence}" in cal.rejected
+        assert [a.error for _, a in pairs] == [b.error for b, _ in pairs]
 
 
 def test_startup_verdicts_match_where_the_source_shows_one() -> None:

@@ -111,6 +111,11 @@ def test_allowing_decision_and_choosing_a_decision(capgate: Capgate, tmp_path: P
     assert_self_contained_and_accessible(page)
     assert "ALLOW" in page.text and allowed["id"] in page.text and denied["id"] not in page.text
     assert "every policy holds" in page.text
+    # The calibration says how much of the fit it used and which held-out group is worst.
+    assert "share of the fit used (the largest at which no held-out group does worse)" in (
+        page.text
+    )
+    assert "worst held-out group (its error against the defaults')" in page.text
     # A bare name with --decision: that decision, on whichever version it was taken.
     printed, page, _ = report(capgate, tmp_path, PLAN, "--decision", allowed["id"])
     assert printed.startswith(f"ALLOW {PLAN}@v1") and allowed["id"] in page.text
