@@ -26,13 +26,30 @@ must not do: it is used only as far as every group it could be checked on suppor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from registry.planner.calibration_check import (
+    SHRINKAGE,
+    Fit,
+    Point,
+    choose_shrinkage,
+    fold_fits,
+    shrink,
+)
+from registry.planner.calibration_loss import (
+    FRONTEND_MAX_MS,
+    Engine,
+    as_residuals,
+    best_frontend,
+    frontend_prior,
+    rms,
+    total_loss,
+)
 from registry.planner.efficiency import frontend_time
 from registry.planner.model_shape import ModelShape, resolve_model
 from registry.planner.parallel import ordered_map
-from registry.planner.result import Calibration, CalibrationGroup, CalibrationResidual
+from registry.planner.result import Calibration
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency, efficiency_sources
 from registry.records.evidence import LoadTestEvidence
@@ -53,15 +70,6 @@ PHYSICAL_MFU = (0.2, 0.8)
 CAL_REQUESTS = 1500
 # Latency percentiles each test is fitted on (p99 pins the queueing, and so the prefill cost).
 FIT_PERCENTILES = (50, 90, 99)
-# The API server's time per request is fitted on this grid; a fit at its top is rejected
-# (an HTTP front end of 100 ms per request is another bottleneck, not vLLM's own path).
-FRONTEND_MAX_MS = 100.0
-# Weight of the pull towards the runtime's default API server time (see _frontend_prior).
-# Chosen, not derived: 0.1 is the largest of 0.1, 0.5 and 2 at which the worked example's
-# evidence still fits inside the physical range; the validation's calibrated cases, which
-# informed it, are marked tuned.
-FRONTEND_PRIOR_WEIGHT = 0.1
-FRONTEND_GRID_MS = tuple(x / 2 for x in range(int(FRONTEND_MAX_MS * 2) + 1))
 # Gamma inter-arrivals of this CV are evenly spaced to within 0.1 %: a constant-rate test.
 CONSTANT_CV = 1e-3
 
@@ -149,7 +157,7 @@ def _case(
         replayed.append(c.model_copy(update=update))
     wl = workload.model_copy(update={"classes": replayed})
     ev_shape = shape if ev_provider.model.name == shape.name else resolve_model(ev_provider)
-    # Engine-only latencies: the API server's time is fitted on top (see _best_frontend).
+    # Engine-only latencies: the API server's time is fitted on top (see best_frontend).
     evaluator = Evaluator(
         plan,
         wl,
@@ -189,97 +197,6 @@ def _engine_predictions(
         for cname, key, measured in case.targets:
             out.append((case.name, cname, key, measured, getattr(preds[cname], key)))
     return out
-
-
-def _with_frontend(predicted: float | None, key: str, frontend_ms: float) -> float | None:
-    # A constant per request moves every TTFT percentile by exactly that constant.
-    if predicted is None or not key.startswith("ttft"):
-        return predicted
-    return predicted + frontend_ms
-
-
-def _best_frontend(
-    engine: Sequence[tuple[str, str, str, float, float | None]], default_ms: float
-) -> float:
-    """The API server time minimising the log loss on top of these engine predictions.
-
-    It only shifts TTFT, so no simulation is rerun; evidence without TTFT says nothing
-    about it and keeps the runtime's default.
-    """
-    if not any(key.startswith("ttft") for _, _, key, _, _ in engine):
-        return default_ms
-    # Each grid value of 201 rescores every figure (the calibration's hottest pure-Python
-    # loop): a figure the time does not shift is scored once, a TTFT keeps its prediction
-    # and measurement. The terms are the same and summed in the same order as
-    # _point_loss(_with_frontend(...)) per figure would, so the losses are identical.
-    shifted: list[tuple[float, float] | None] = []
-    fixed: list[float] = []
-    for _, _, key, measured, p in engine:
-        if p is not None and key.startswith("ttft"):
-            shifted.append((p, measured))
-            fixed.append(0.0)
-        else:
-            shifted.append(None)
-            fixed.append(_point_loss(p, measured))
-    terms = list(zip(shifted, fixed, strict=True))
-    log = math.log
-
-    def loss(f: float) -> float:
-        return _frontend_prior(f, default_ms) + sum(
-            [
-                point
-                if ttft is None
-                else (25.0 if ttft[0] + f <= 0 else log((ttft[0] + f) / ttft[1]) ** 2)
-                for ttft, point in terms
-            ]
-        )
-
-    return min(FRONTEND_GRID_MS, key=loss)
-
-
-def _frontend_prior(frontend_ms: float, default_ms: float) -> float:
-    """Log-distance of a fitted API server time from the runtime's measured default.
-
-    Without it the fit trades the API server's time against the prefill cost freely (both
-    lengthen TTFT) and drifts to the edge of the physical range; with it the time moves only
-    as far as the evidence demands.
-    """
-    return FRONTEND_PRIOR_WEIGHT * math.log((frontend_ms + 5.0) / (default_ms + 5.0)) ** 2
-
-
-def _as_residuals(
-    engine: Sequence[tuple[str, str, str, float, float | None]], frontend_ms: float
-) -> list[CalibrationResidual]:
-    out = []
-    for name, cname, key, measured, engine_ms in engine:
-        predicted = _with_frontend(engine_ms, key, frontend_ms)
-        if predicted is not None:
-            predicted = round(predicted, 3)
-        rel = None if predicted is None else predicted / measured - 1.0
-        out.append(
-            CalibrationResidual(
-                evidence=name,
-                traffic_class=cname,
-                metric=key,
-                measured_ms=measured,
-                predicted_ms=predicted,
-                relative_error=None if rel is None else round(rel, 4),
-            )
-        )
-    return out
-
-
-def _point_loss(predicted: float | None, measured: float) -> float:
-    if predicted is None or predicted <= 0:
-        return 25.0  # a class that completed nothing is a very poor fit
-    return math.log(predicted / measured) ** 2
-
-
-def _loss(res: Sequence[CalibrationResidual]) -> float:
-    total = 0.0
-    for r in res:
-        total += _point_loss(r.predicted_ms, r.measured_ms)
-    return total
 
 
 def calibrate(
@@ -356,8 +273,8 @@ def calibrate(
 
     def point(mbu: float, mfu: float) -> tuple[float, float, float, float]:
         engine = engine_at(mbu, mfu)
-        front = _best_frontend(engine, default_frontend)
-        loss = _loss(_as_residuals(engine, front)) + _frontend_prior(front, default_frontend)
+        front = best_frontend(engine, default_frontend)
+        loss = total_loss(as_residuals(engine, front)) + frontend_prior(front, default_frontend)
         return loss, mbu, mfu, front
 
     # The grid's points, and the defaults' (not kept, see below), are independent: they are
@@ -390,7 +307,7 @@ def calibrate(
         return base, unfitted.model_copy(update={"rejected": why})
     # Not kept: the leave-one-out folds choose among the fit's own points only.
     at_defaults = simulated.get(at_default_point) or default_engine
-    default_error = _rms(_as_residuals(at_defaults, default_frontend))
+    default_error = rms(as_residuals(at_defaults, default_frontend))
     fits = fold_fits(simulated, default_frontend)
     if not fits:
         why = (
@@ -427,7 +344,7 @@ def calibrate(
     used = shrink(Fit((mbu, mfu), frontend_ms), default, chosen.alpha)
     simulate([used.point])
     fitted = base.with_fractions(*used.point)
-    residuals = _as_residuals(engines[used.point], used.frontend_ms)
+    residuals = as_residuals(engines[used.point], used.frontend_ms)
     sources["mbu"] = sources["mfu"] = (
         "least-squares fit (log error) to load-test evidence: " + ", ".join(c.name for c in cases)
     )
@@ -446,183 +363,13 @@ def calibrate(
             "mbu": round(used.point[0], 4),
             "mfu": round(used.point[1], 4),
             "step_overhead_ms": fitted.step_overhead_ms,
-            "fit_error": _rms(residuals),
+            "fit_error": rms(residuals),
             "residuals": residuals,
             "sources": sources,
             "frontend_ms": used.frontend_ms,
             "shrinkage": chosen.alpha,
         }
     )
-
-
-Engine = list[tuple[str, str, str, float, float | None]]
-Point = tuple[float, float]
-Group = tuple[str, str, str]
-
-# How much of a fit is tried, largest first: the fractions move this share of the way from
-# the defaults to the fit in log space (a ratio, as the errors are), the API server time
-# this share of its difference. 0 is the defaults themselves: a fit no share of which is
-# safe on every held-out group is not used.
-SHRINKAGE = (1.0, 0.75, 0.5, 0.25)
-
-
-@dataclass(frozen=True)
-class Fit:
-    """A calibration point: the fractions simulated and the API server time on top."""
-
-    point: Point
-    frontend_ms: float
-
-
-def shrink(fit: Fit, default: Fit, alpha: float) -> Fit:
-    """``alpha`` of the way from ``default`` to ``fit``: geometric for the fractions (a step
-    time is inversely proportional to them, so log space is where errors are symmetric),
-    linear for the API server time (an added constant, which may be 0)."""
-    if alpha >= 1.0:
-        return fit
-    if alpha <= 0.0:
-        return default
-
-    def toward(d: float, f: float) -> float:
-        # Rounded so that a blended point is one key of the simulated points.
-        return round(math.exp(math.log(d) + alpha * (math.log(f) - math.log(d))), 4)
-
-    (dm, df), (fm, ff) = default.point, fit.point
-    front = default.frontend_ms + alpha * (fit.frontend_ms - default.frontend_ms)
-    return Fit((toward(dm, fm), toward(df, ff)), round(front, 3))
-
-
-def _rms(residuals: Sequence[CalibrationResidual]) -> float:
-    return round(math.sqrt(_loss(residuals) / max(1, len(residuals))), 4)
-
-
-def _group(row: tuple[str, str, str, float, float | None]) -> Group:
-    name, cname, key, _, _ = row
-    return name, cname, key.split("_p", 1)[0]
-
-
-def fold_fits(simulated: dict[Point, Engine], default_frontend: float) -> dict[Group, Fit]:
-    """For each group (evidence, class, metric), the simulated point and API server time
-    that fit the other groups best; empty with fewer than two groups.
-
-    Every simulated point has the same figures in the same order, so a fold reruns no
-    simulation.
-    """
-    if not simulated:
-        return {}
-    rows = next(iter(simulated.values()))
-    groups = sorted({_group(row) for row in rows})
-    if len(groups) < 2:
-        return {}
-    fits: dict[Group, Fit] = {}
-    for group in groups:
-
-        def fold_loss(engine: Engine, group: Group = group) -> tuple[float, float]:
-            kept = [row for row in engine if _group(row) != group]
-            front = _best_frontend(kept, default_frontend)
-            loss = _loss(_as_residuals(kept, front)) + _frontend_prior(front, default_frontend)
-            return loss, front
-
-        scored = [(fold_loss(engine), key) for key, engine in simulated.items()]
-        (_, front), best = min(scored, key=lambda item: (item[0][0], item[1]))
-        fits[group] = Fit(best, front)
-    return fits
-
-
-def _held_out_residuals(
-    fits: dict[Group, Fit], engines: dict[Point, Engine]
-) -> dict[Group, list[CalibrationResidual]]:
-    """Each group's figures as predicted by its fold's fit (``engines`` holds its point)."""
-    return {
-        group: _as_residuals(
-            [row for row in engines[fit.point] if _group(row) == group], fit.frontend_ms
-        )
-        for group, fit in fits.items()
-    }
-
-
-def held_out_error(simulated: dict[Point, Engine], default_frontend: float) -> float | None:
-    """Leave-one-group-out RMS log error of the full fit; None with one group."""
-    fits = fold_fits(simulated, default_frontend)
-    if not fits:
-        return None
-    held = _held_out_residuals(fits, simulated)
-    return _rms([r for rows in held.values() for r in rows])
-
-
-@dataclass(frozen=True)
-class Shrinkage:
-    """The share of a fit that held-out figures support, and the errors that chose it.
-
-    ``alpha`` is None when no share of the fit is safe: then the errors are the full
-    fit's (alpha 1), which is what was rejected.
-    """
-
-    alpha: float | None
-    held_out_error: float
-    default_error: float
-    groups: list[CalibrationGroup]
-
-    @property
-    def worst(self) -> CalibrationGroup:
-        """The group nearest to (or furthest into) doing worse than the defaults."""
-        return max(
-            self.groups,
-            key=lambda g: (
-                g.held_out_error - g.default_error,
-                g.evidence,
-                g.traffic_class,
-                g.metric,
-            ),
-        )
-
-
-def choose_shrinkage(
-    fits: dict[Group, Fit],
-    default: Fit,
-    engines: dict[Point, Engine],
-    simulate: Callable[[Sequence[Point]], None],
-) -> Shrinkage:
-    """The largest share of each fold's fit under which no held-out group does worse.
-
-    At each ``alpha`` of SHRINKAGE, every group is predicted by its fold's fit shrunk that
-    far toward the defaults; the alpha is kept when each group's RMS log error is at most
-    the defaults' on the same group and the overall held-out error is below the defaults'.
-    A single group allowed to worsen would let a fit trade one figure for another, which
-    is what issue 28 found calibration doing (TTFT p50 +31 % for the tail points).
-    ``engines`` holds the defaults' point and every fold's; ``simulate`` adds the points
-    it is asked for to it (a batch per alpha, so a full fit that passes costs nothing).
-    """
-    at_default = _held_out_residuals(dict.fromkeys(fits, default), engines)
-    default_rms = _rms([r for rows in at_default.values() for r in rows])
-
-    def at(alpha: float) -> Shrinkage:
-        shrunk = {g: shrink(fit, default, alpha) for g, fit in fits.items()}
-        simulate([f.point for f in shrunk.values()])
-        held = _held_out_residuals(shrunk, engines)
-        groups = [
-            CalibrationGroup(
-                evidence=g[0],
-                traffic_class=g[1],
-                metric=g[2],
-                held_out_error=_rms(held[g]),
-                default_error=_rms(at_default[g]),
-            )
-            for g in sorted(fits)
-        ]
-        overall = _rms([r for rows in held.values() for r in rows])
-        return Shrinkage(alpha, overall, default_rms, groups)
-
-    for alpha in SHRINKAGE:
-        result = at(alpha)
-        # Compared rounded, as reported: a tie in the fourth decimal is no worse.
-        if result.held_out_error < default_rms and all(
-            g.held_out_error <= g.default_error for g in result.groups
-        ):
-            return result
-    # Nothing is safe: report the full fit's errors (its points are simulated already).
-    full = at(1.0)
-    return Shrinkage(None, full.held_out_error, default_rms, full.groups)
 
 
 def _outside_physical(mbu: float, mfu: float, frontend_ms: float) -> str | None:

@@ -10,11 +10,11 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from registry.planner import calibration
-from registry.planner.calibration import (
+from registry.planner.calibration import calibrate
+from registry.planner.calibration_check import (
     SHRINKAGE,
     Fit,
     Point,
-    calibrate,
     choose_shrinkage,
     fold_fits,
     held_out_error,
