@@ -3,12 +3,13 @@
     .venv/bin/python -m benchmarks.gate.api_profile [--checks 400] [--clients 8]
         [--backend postgresql] [--yappi]
 
-One fresh registry (PostgreSQL with CAPGATE_TEST_POSTGRES_URL, else SQLite), the worked
+One fresh registry (PostgreSQL, which needs CAPGATE_TEST_POSTGRES_URL; or SQLite), the worked
 example registered through the API, then `--checks` checks from `--clients` threads
 against one uvicorn process (this module run as `serve`). It prints the CPU
 milliseconds a check costs in the server process, in the PostgreSQL backends serving
-its database, and in the client threads (this process), and the server's statements a
-check (counted in the server by a SQLAlchemy listener).
+its database, and in the client threads (this process), and the SQL statements the
+server ran in all (registration and warm-up included; a SQLAlchemy listener counts
+them). Run builds one after the other on a shared machine: its load moves the figures.
 
 `--yappi`: the server runs under yappi (installed separately: not a dependency) with
 its CPU clock, every thread; the functions with most CPU, inclusive, are printed.
@@ -23,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -105,7 +105,6 @@ def serve(port: int, count: str, out: str | None) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, dump)
-    threading.Thread(target=lambda: None).start()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]

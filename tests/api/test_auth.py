@@ -135,6 +135,25 @@ def test_fail_revoked_token_at_once_where_the_identity_is_cached(database: Datab
         assert all(cache.get(token) is None for token in tokens)
 
 
+def test_token_cache_keeps_identities_briefly_and_boundedly() -> None:
+    """Past its TTL an identity is looked up again, and a process keeps a bounded number
+    of them (the least recently verified goes first); the secret itself is not kept."""
+    from registry.auth.identity import Identity
+    from registry.auth.token_cache import TokenCache
+
+    identity = Identity(subject="ci-bot", roles=frozenset({Role.pipeline}), teams=None, via="x")
+    cache = TokenCache(ttl_s=3600, max_entries=2)
+    for token in ("cgt_a", "cgt_b", "cgt_c"):
+        cache.keep(token, identity)
+    assert cache.get("cgt_a") is None
+    found = cache.get("cgt_c")
+    assert found is not None and found.identity == identity
+    assert not any("cgt_" in key for key in cache._entries)  # keyed by the token's hash
+    expired = TokenCache(ttl_s=-1)
+    expired.keep("cgt_a", identity)
+    assert expired.get("cgt_a") is None
+
+
 def test_tokens_are_stored_hashed(database: Database) -> None:
     token = token_for(database, roles=["auditor"])
     with database.engine.connect() as connection:
