@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 from pydantic import AwareDatetime, BaseModel, Field
 
-from registry.api.deps import DatabaseDep, PrincipalDep
+from registry.api.deps import DatabaseDep, PrincipalDep, token_confirmation
 from registry.api.limits import NO_NUL, PathText, Seed
 from registry.api.paging import Cursor, TrailOffset, WithTotal
 from registry.errors import NotFound
@@ -89,10 +89,10 @@ def gate_router() -> APIRouter:
     )
     def gate_check(
         body: CheckRequest, request: Request, database: DatabaseDep, principal: PrincipalDep
-    ) -> DecisionView:
+    ) -> Response:
         # The registry first: an unknown plan is a 404, not an engine error.
         database.ensure_schema()
-        return check(
+        view = check(
             database,
             request_engine(request),
             plan_ref=body.plan,
@@ -101,7 +101,11 @@ def gate_router() -> APIRouter:
             now=datetime.now(UTC),
             manifests=body.manifests,
             policy_release=body.policy_release,
+            confirm=token_confirmation(request),
         )
+        # The view is built and validated already: serialised once, not validated again
+        # against the response model (which still documents the answer).
+        return Response(view.model_dump_json(), media_type="application/json")
 
     @router.post(
         "/gate/rechecks",

@@ -57,7 +57,8 @@ def _declared(dependant: Any) -> set[str]:
     return names
 
 
-def reject_unknown_query(request: Request) -> None:
+async def reject_unknown_query(request: Request) -> None:
+    """Checks the query string only (no I/O): on the event loop, not in the thread pool."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or not request.query_params:
         return

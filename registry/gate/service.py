@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -201,6 +202,7 @@ def check(
     policy_release: str | None = None,
     sweep: bool = True,
     reuse_context: bool = True,
+    confirm: Callable[[Session], None] | None = None,
 ) -> DecisionView:
     """Evaluate the gate for `plan_ref` and store the decision (allow, deny or error).
 
@@ -218,6 +220,9 @@ def check(
     such as a recheck, runs them once, with its first check); the rest still runs.
     ``reuse_context=False``: the plan's context is read, not taken from the process's
     cache (registry.gate.context_cache), nor kept there.
+    ``confirm``: run first in the check's reading session, before anything is read
+    (the API confirms there the request's API token: registry.auth.token_cache); what
+    it raises ends the check with nothing read or stored.
     """
     moment = now or datetime.now(UTC)
     guard = guard_for(database)
@@ -226,6 +231,8 @@ def check(
     # Everything the decision reads, in one session: the integrity check below verifies
     # it (and the whole registry) before anything is decided or stored.
     with database.reading() as session:
+        if confirm is not None:
+            confirm(session)
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
         try:
             # A bundle other than the approved release decides nothing (its rows are

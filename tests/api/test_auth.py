@@ -97,6 +97,63 @@ def test_fail_revoked_and_expired_api_tokens(database: Database) -> None:
         authenticate_token(session, issued.token, now=later)
 
 
+def test_fail_revoked_token_at_once_where_the_identity_is_cached(database: Database) -> None:
+    """A gate check may take the identity its process verified moments ago
+    (registry.auth.token_cache), but confirms it in its own reading session: a token
+    revoked since, by another process, is refused by the very next check, as are a
+    deleted one and one whose roles were changed in SQL."""
+    from sqlalchemy import text
+
+    from registry.auth.token_cache import TokenCache
+
+    check = {"plan": "no-such-plan"}
+    tokens = [token_for(database, roles=["pipeline"]) for _ in range(3)]
+    with TestClient(create_app(database)) as client:
+        for token in tokens:
+            # A full lookup, which the process keeps: the plan is unknown, the token fine.
+            assert (
+                client.post("/v1/gate/checks", json=check, headers=bearer(token)).status_code == 404
+            )
+        cache: TokenCache = client.app.state.authenticator._tokens  # type: ignore[attr-defined]
+        assert all(cache.get(token) is not None for token in tokens)
+        revoked, deleted, changed = (token.split("_")[1] for token in tokens)
+        database.write(lambda ctx: revoke_token(ctx, revoked), principal="admin")
+        with database.engine.begin() as connection:
+            connection.execute(text("DELETE FROM api_tokens WHERE id = :id"), {"id": deleted})
+            connection.execute(
+                text("UPDATE api_tokens SET roles = :roles WHERE id = :id"),
+                {"roles": '["admin","pipeline"]', "id": changed},
+            )
+        answers = [
+            client.post("/v1/gate/checks", json=check, headers=bearer(token)) for token in tokens
+        ]
+        assert [a.status_code for a in answers] == [401, 401, 401]
+        assert answers[0].json()["message"] == f"API token {revoked} was revoked"
+        assert answers[1].json()["message"] == "unknown API token"
+        assert answers[2].json()["message"] == f"API token {changed} changed since it was verified"
+        # Refused, and forgotten: the next request looks the token up again.
+        assert all(cache.get(token) is None for token in tokens)
+
+
+def test_token_cache_keeps_identities_briefly_and_boundedly() -> None:
+    """Past its TTL an identity is looked up again, and a process keeps a bounded number
+    of them (the least recently verified goes first); the secret itself is not kept."""
+    from registry.auth.identity import Identity
+    from registry.auth.token_cache import TokenCache
+
+    identity = Identity(subject="ci-bot", roles=frozenset({Role.pipeline}), teams=None, via="x")
+    cache = TokenCache(ttl_s=3600, max_entries=2)
+    for token in ("cgt_a", "cgt_b", "cgt_c"):
+        cache.keep(token, identity)
+    assert cache.get("cgt_a") is None
+    found = cache.get("cgt_c")
+    assert found is not None and found.identity == identity
+    assert not any("cgt_" in key for key in cache._entries)  # keyed by the token's hash
+    expired = TokenCache(ttl_s=-1)
+    expired.keep("cgt_a", identity)
+    assert expired.get("cgt_a") is None
+
+
 def test_tokens_are_stored_hashed(database: Database) -> None:
     token = token_for(database, roles=["auditor"])
     with database.engine.connect() as connection:

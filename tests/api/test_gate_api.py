@@ -67,6 +67,17 @@ def test_gate_check_then_audit_queries(client: TestClient) -> None:
     assert client.get("/v1/decisions", params={"outcome": "deny"}).json()["items"] == []
 
 
+def test_gate_check_answers_the_decision_as_it_is_read(client: TestClient) -> None:
+    """The check's answer is serialised once, not validated again against the response
+    model: it must be what the response model gives for the same decision."""
+    for _ in range(2):  # the first check runs the planner, the second reuses its result
+        response = client.post("/v1/gate/checks", json={"plan": "chat-assistant-prod"})
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        decision = response.json()
+        assert decision == client.get(f"/v1/decisions/{decision['id']}").json()
+
+
 def test_recomputation_is_stored_and_reused(client: TestClient) -> None:
     first = client.post("/v1/plans/chat-assistant-prod/recomputations")
     assert first.status_code == 200
