@@ -52,6 +52,7 @@ from registry.gate.decisions import (
 from registry.gate.views import DecisionView, Outcome
 from registry.gate.waivers import apply_waivers
 from registry.keys import signing_key
+from registry.policy.engine import BuiltInput
 from registry.policy.input_document import ManifestsInput
 from registry.policy.input_recomputation import CalibrationInput
 from registry.policy.releases import release_for_decision
@@ -301,8 +302,8 @@ def check(
     revision = "unknown"
     notes: list[str] = []
     try:
-        document = gate_input(context, sized.view.result, previous, manifests).model_dump(
-            mode="json"
+        document = BuiltInput(
+            gate_input(context, sized.view.result, previous, manifests).model_dump(mode="json")
         )
     except ValidationError as exc:
         error = f"the gate input does not match its schema: {exc.errors()[0]['msg']}"
@@ -378,7 +379,8 @@ def check(
     )
 
     def store(ctx: WriteContext) -> DecisionView:
-        ctx.head = guard.check_append(ctx.session)  # never extend a chain that does not verify
+        # Never extend a chain that does not verify; this check's quarantine counted it.
+        ctx.head = guard.check_append(ctx.session, counted=True)
         row = decision_row()
         GateRepository(ctx.session).add(row)
         settle(ctx.session, row)

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from registry.errors import Tampered
+from registry.audit.integrity.guard import guard_for
+from registry.errors import InvalidInput, Tampered
 from registry.gate.views import DecisionView
 from registry.policy.embedded import EmbeddedEngine
+from registry.policy.engine import BuiltInput
 from registry.storage.database import Database
 from tests.audit.conftest import (
     NOW,
@@ -160,3 +162,32 @@ def test_a_flipped_decision_quarantines_whatever_the_sweep_hashes(
         gate(registered, engine)
     assert refused.value.message.startswith("the registry is quarantined: ")
     assert f"decisions {denied.id}" in refused.value.message
+
+
+def test_the_write_leaves_counting_the_events_to_the_checks_own_quarantine(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    # Counting every event under the write lock costs tens of milliseconds at a million;
+    # a gate check's quarantine counted them moments before (check_append(counted=True)).
+    gate(registered, engine)
+    gate(registered, engine)
+    sql(registered, "DELETE FROM audit_events WHERE seq = 2")  # older than any anchor
+    guard = guard_for(registered)
+    with registered.reading() as session:
+        with pytest.raises(Tampered, match="1 were deleted"):
+            guard.check_append(session)  # any other write counts them itself
+        assert guard.check_append(session, counted=True) is not None
+    # The deletion is the next check's quarantine, as one just after a write would be.
+    with pytest.raises(Tampered, match=r"event 2 is missing|1 were deleted"):
+        gate(registered, engine)
+
+
+def test_the_gate_validates_the_input_it_built_for_range_only(engine: EmbeddedEngine) -> None:
+    # A document the gate built as a GateInput was validated as it was built; what any
+    # other caller hands an engine is validated in full, and a number beyond the gate's
+    # range is refused either way.
+    with pytest.raises(InvalidInput, match="does not match the contract"):
+        engine.decide({"plan": {}})
+    with pytest.raises(InvalidInput) as beyond:
+        engine.decide(BuiltInput({"plan": {"total_replicas": 1e13}}))
+    assert beyond.value.problems[0].loc == "plan.total_replicas"
