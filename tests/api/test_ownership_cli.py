@@ -1,5 +1,6 @@
-"""`capgate owner show|transfer` and `capgate ... submit --team`, as a user runs them: real
-processes, on the embedded registry and against a server, on both databases."""
+"""`capgate owner show|transfer` and `capgate ... submit --team`, as a user runs them (the
+console entry point; the refusals as real processes), on the embedded registry and against
+a server, on both databases."""
 
 from __future__ import annotations
 
