@@ -32,6 +32,13 @@ POSTGRES_URL = os.environ.get("CAPGATE_TEST_POSTGRES_URL")
 CACHED_OPA = Path.home() / ".cache" / "capgate" / "opa-v1.22.3" / "bin" / "opa"
 BACKENDS = ["sqlite", "postgres"]
 
+# A test of a property no database can change (input refused before the registry is read
+# or written, a file parsed, a page drawn) runs on SQLite only: `@sqlite_only` narrows the
+# `database_url` fixture (and every fixture built on it) to that one backend. Where the
+# database matters (SQL, locks, transactions, what is stored and read back) a test keeps
+# both; the suite's budget (docs/development.md) is why the others do not.
+sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

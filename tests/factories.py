@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,12 +75,18 @@ def load_test_bytes(traffic_class: str, run: int = 0) -> bytes:
     return data
 
 
+# The instant this test process started: example_import dates the load test from it, not
+# from each call's clock, so every test of a worker uploads the same evidence content and
+# the planner's in-process cache (keyed by the plan's inputs, the evidence's time among
+# them) sizes the example once per worker, not once per test (seconds each). A session
+# lasts minutes: "6 days ago" stays 6 days ago to within that.
+PROCESS_STARTED = datetime.now(UTC)
+
+
 def example_import(plan: str = "chat-assistant-prod", days_ago: float = 6) -> dict[str, Any]:
     """``POST /v1/evidence/import`` arguments (form data and files) for the example's load
     test against ``plan``, measured ``days_ago`` (within the 90-day freshness limit), as a
     pipeline uploads it."""
-    from datetime import UTC, timedelta
-
     classes = ("interactive", "batch")
     return {
         "data": {
@@ -88,7 +94,7 @@ def example_import(plan: str = "chat-assistant-prod", days_ago: float = 6) -> di
             "provider": "llama31-8b-h100-vllm",
             "plan": plan,
             "replicas": "1",
-            "measured_at": (datetime.now(UTC) - timedelta(days=days_ago)).isoformat(),
+            "measured_at": (PROCESS_STARTED - timedelta(days=days_ago)).isoformat(),
             "name": EXAMPLE_EVIDENCE,
             "traffic_class": [f"{c}={c}.json" for c in classes],
         },

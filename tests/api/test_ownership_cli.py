@@ -1,5 +1,6 @@
-"""`capgate owner show|transfer` and `capgate ... submit --team`, as a user runs them: real
-processes, on the embedded registry and against a server, on both databases."""
+"""`capgate owner show|transfer` and `capgate ... submit --team`, as a user runs them (the
+console entry point; the refusals as real processes), on the embedded registry and against
+a server, on both databases."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ import yaml
 from tests.cli.test_cli import cli_env  # noqa: F401  (a fixture)
 from tests.factories import example
 from tests.support.cli_process import capgate
+from tests.support.cli_runner import capgate_in_process
+
+# What the commands print and store runs in process (tests/support/cli_runner.py); the
+# refusals (exit codes, one-line errors) stay real processes.
+run = capgate_in_process
 
 REASON = "team Z runs the assistant from December"
 
@@ -23,16 +29,16 @@ def workload_file(folder: Path, **changes: object) -> str:
 
 def test_claim_show_and_transfer(cli_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
     who = "bob" if "CAPGATE_SERVER" in cli_env else "alice"
-    first = capgate("workload", "submit", workload_file(tmp_path), "--team", "team-a", env=cli_env)
+    first = run("workload", "submit", workload_file(tmp_path), "--team", "team-a", env=cli_env)
     assert first.returncode == 0, first.stderr
 
-    shown = capgate("owner", "show", "workload", "chat-assistant", env=cli_env)
+    shown = run("owner", "show", "workload", "chat-assistant", env=cli_env)
     assert shown.returncode == 0, shown.stderr
     head, claim = shown.stdout.splitlines()
     assert head == "workload chat-assistant: team team-a"
     assert claim.endswith(f"  team-a  by {who}: first publisher")
 
-    moved = capgate(
+    moved = run(
         "owner",
         "transfer",
         "workload",
@@ -47,7 +53,7 @@ def test_claim_show_and_transfer(cli_env: dict[str, str], tmp_path: Path) -> Non
     assert moved.stdout.splitlines()[0] == "workload chat-assistant: team team-z"
     assert moved.stdout.splitlines()[-1].endswith(f"  team-z  by {who}: {REASON}")
 
-    as_json = capgate("owner", "show", "workload", "chat-assistant", "--json", env=cli_env)
+    as_json = run("owner", "show", "workload", "chat-assistant", "--json", env=cli_env)
     owner = json.loads(as_json.stdout)
     assert [h["team"] for h in owner["history"]] == ["team-a", "team-z"]
 

@@ -47,6 +47,10 @@ from tests.support.cli_process import capgate
 
 PLAN_Y = "chat-assistant-canary"
 
+# Started first by tests/conftest.py: about 31 s of an idle core (the CLI's refusals run as
+# processes, a fresh process's guard being the subject).
+pytestmark = pytest.mark.long(30)
+
 
 @pytest.fixture
 def two_plans(registered: Database, denied: DecisionView, engine: EmbeddedEngine) -> DecisionView:

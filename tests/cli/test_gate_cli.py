@@ -27,12 +27,21 @@ from tests.factories import (
 from tests.gate.test_manifest_consistency import drifted
 from tests.support.cli_process import CAPGATE, capgate
 from tests.support.cli_registry import import_load_test
+from tests.support.cli_runner import capgate_in_process
 from tests.support.opa_server import free_port, running_opa
 
-# Started first by tests/conftest.py: about 25 release-pipeline runs of real `capgate` processes.
-pytestmark = pytest.mark.long(100)
+# Started first by tests/conftest.py: about 25 release-pipeline runs of `capgate`, most in
+# process (100 s of an idle core when every command was a process; 24 s instead of 176 s
+# on the same loaded machine since).
+pytestmark = pytest.mark.long(15)
 
 __all__ = ["CAPGATE", "capgate", "import_load_test"]  # the other CLI tests use these
+
+# What a command prints, stores and reports: the console entry point in this process
+# (tests/support/cli_runner.py; the same error mapping and exit codes, no interpreter start
+# per command). The exit-code tests (`..._exits_N`), the OPA server killed between two
+# checks and the check run from a subfolder of a checkout stay real processes.
+run = capgate_in_process
 
 
 # The worked example's registry (`seeded`, `env`) is tests/conftest.py's: built once per
@@ -46,14 +55,14 @@ def test_allow_exits_0_with_one_line_verdict(env: dict[str, str]) -> None:
 
 
 def test_deny_exits_1_and_names_the_policy(env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
+    assert run("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     result = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
     assert result.returncode == 1
     decision = json.loads(result.stdout)
     assert decision["outcome"] == "deny"
     assert {v["policy"] for v in decision["violations"]} == {"drain_configured"}
     assert result.stderr.startswith("DENY chat-assistant-prod@v2: ")
-    shown = capgate("gate", "show", decision["id"], "--json", env=env)
+    shown = run("gate", "show", decision["id"], "--json", env=env)
     assert json.loads(shown.stdout)["id"] == decision["id"]
 
 
@@ -62,7 +71,7 @@ def junit_report(
 ) -> tuple[subprocess.CompletedProcess[str], ET.Element]:
     """`gate check --format junit --output FILE` on the example plan."""
     report = tmp_path / "gate.xml"
-    junit = capgate(
+    junit = run(
         "gate",
         "check",
         "chat-assistant-prod",
@@ -79,7 +88,7 @@ def junit_report(
 def test_junit_report_passes_each_policy_and_fails_once_per_violation(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
+    assert run("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     result, suite = junit_report(tmp_path, env, exit_code=1)
     decision = decision_of(result, env)
     assert len(decision["violations"]) > 1  # drain_configured fails more than one rule
@@ -135,7 +144,7 @@ def test_fail_unknown_plan_exits_2(env: dict[str, str]) -> None:
 
 def test_plan_size_of_registered_plan_and_of_a_file(env: dict[str, str], tmp_path: Path) -> None:
     chart = tmp_path / "chart.png"
-    registered = capgate(
+    registered = run(
         "plan", "size", "chat-assistant-prod", "--json", "--chart", str(chart), env=env
     )
     assert registered.returncode == 0, registered.stderr
@@ -143,17 +152,17 @@ def test_plan_size_of_registered_plan_and_of_a_file(env: dict[str, str], tmp_pat
     assert set(result["scenarios"]) == {"peak", "one_worker_lost", "largest_zone_lost"}
     assert result["slo_met"] is True
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    draft = capgate("plan", "size", str(short_grace_plan_file(tmp_path)), env=env)
+    draft = run("plan", "size", str(short_grace_plan_file(tmp_path)), env=env)
     assert draft.returncode == 0, draft.stderr
     assert "scenario largest_zone_lost" in draft.stdout
 
 
 def test_decision_list_is_the_audit_trail(env: dict[str, str]) -> None:
     first = json.loads(
-        capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env).stdout
+        run("gate", "check", "chat-assistant-prod", "--format", "json", env=env).stdout
     )
     listed = json.loads(
-        capgate("gate", "list", "--plan", "chat-assistant-prod", "--json", env=env).stdout
+        run("gate", "list", "--plan", "chat-assistant-prod", "--json", env=env).stdout
     )
     assert [d["id"] for d in listed["items"]] == [first["id"]]
     assert listed["items"][0]["principal"] == "ci"
@@ -161,24 +170,29 @@ def test_decision_list_is_the_audit_trail(env: dict[str, str]) -> None:
 
 def test_workload_growth_denies_until_new_evidence(env: dict[str, str], tmp_path: Path) -> None:
     """The worked example: allow; p99 prompt +30 % denies naming the change; new evidence allows."""
-    assert capgate("gate", "check", "chat-assistant-prod", env=env).returncode == 0
+    assert run("gate", "check", "chat-assistant-prod", env=env).returncode == 0
     workload = example("workload")
     workload["classes"][0]["prompt_tokens"]["quantiles"]["p99"] = 7930  # 6100 x 1.3
     grown = tmp_path / "workload-v2.yaml"
     grown.write_text(yaml.safe_dump(workload))
-    assert capgate("workload", "submit", str(grown), env=env).returncode == 0
+    assert run("workload", "submit", str(grown), env=env).returncode == 0
     plan = tmp_path / "plan-v2.yaml"
     plan.write_text(yaml.safe_dump(example("plan", workload="chat-assistant@v2")))
-    assert capgate("plan", "submit", str(plan), env=env).returncode == 0
+    assert run("plan", "submit", str(plan), env=env).returncode == 0
 
-    denied = capgate("gate", "check", "chat-assistant-prod", env=env)
+    denied = run("gate", "check", "chat-assistant-prod", env=env)
     assert denied.returncode == 1
     assert "evidence_fresh" in denied.stdout
     assert "classes.interactive.prompt_tokens.p99: 6100.0 -> 7930.0" in denied.stdout
 
     # Re-importing the same files for the changed workload is refused (evidence laundering)...
     relabelled = import_load_test(
-        tmp_path, env, days_ago=1, workload="chat-assistant@v2", plan="chat-assistant-prod@v2"
+        tmp_path,
+        env,
+        days_ago=1,
+        cli=run,
+        workload="chat-assistant@v2",
+        plan="chat-assistant-prod@v2",
     )
     assert relabelled.returncode == 2, relabelled.stdout
     # ...a new load test measured against the new versions is accepted and allows again.
@@ -187,11 +201,12 @@ def test_workload_growth_denies_until_new_evidence(env: dict[str, str], tmp_path
         env,
         days_ago=1,
         run=1,
+        cli=run,
         workload="chat-assistant@v2",
         plan="chat-assistant-prod@v2",
     )
     assert retest.returncode == 0, retest.stderr
-    allowed = capgate("gate", "check", "chat-assistant-prod", env=env)
+    allowed = run("gate", "check", "chat-assistant-prod", env=env)
     assert allowed.returncode == 0, allowed.stdout
     assert allowed.stdout.startswith("ALLOW chat-assistant-prod@v2")
 
@@ -202,7 +217,7 @@ def test_workload_growth_denies_until_new_evidence(env: dict[str, str], tmp_path
 def decision_of(result: subprocess.CompletedProcess[str], env: dict[str, str]) -> dict[str, Any]:
     """The stored decision a `gate check` names in its one-line verdict on stderr."""
     decision_id = result.stderr.split("(decision ")[1].split(",")[0].split(")")[0]
-    shown = capgate("gate", "show", decision_id, "--json", env=env)
+    shown = run("gate", "show", decision_id, "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     return dict(json.loads(shown.stdout))
 
@@ -228,16 +243,16 @@ def test_deny_as_github_annotations_and_sarif(env: dict[str, str], tmp_path: Pat
         "https://json.schemastore.org/sarif-2.1.0.json",
         "2.1.0",
     )
-    (run,) = log["runs"]
-    rules = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
-    assert run["tool"]["driver"]["name"] == "capgate"
+    (sarif_run,) = log["runs"]
+    rules = [rule["id"] for rule in sarif_run["tool"]["driver"]["rules"]]
+    assert sarif_run["tool"]["driver"]["name"] == "capgate"
     assert set(rules) >= {f"drain_configured.{v['rule']}" for v in decision["violations"]}
-    assert rules == sorted({r["ruleId"] for r in run["results"]})
-    errors = [r for r in run["results"] if r["level"] == "error"]
+    assert rules == sorted({r["ruleId"] for r in sarif_run["results"]})
+    errors = [r for r in sarif_run["results"] if r["level"] == "error"]
     assert [(r["ruleId"], r["message"]["text"]) for r in errors] == [
         (f"drain_configured.{v['rule']}", v["message"]) for v in decision["violations"]
     ]
-    assert len(run["results"]) == len(errors) + len(decision["warnings"])
+    assert len(sarif_run["results"]) == len(errors) + len(decision["warnings"])
     for result, violation in zip(errors, decision["violations"], strict=True):
         assert rules[result["ruleIndex"]] == result["ruleId"]
         assert result["properties"] == {
@@ -249,15 +264,18 @@ def test_deny_as_github_annotations_and_sarif(env: dict[str, str], tmp_path: Pat
         assert result["locations"][0]["physicalLocation"] == {
             "artifactLocation": {"uri": "deploy/plan%2Cprod.yaml"}
         }
-    assert (run["properties"]["outcome"], run["properties"]["decision"]) == ("deny", decision["id"])
-    assert run["invocations"][0]["executionSuccessful"] is True
+    assert (sarif_run["properties"]["outcome"], sarif_run["properties"]["decision"]) == (
+        "deny",
+        decision["id"],
+    )
+    assert sarif_run["invocations"][0]["executionSuccessful"] is True
 
 
 def test_warnings_reach_annotations_sarif_and_junit_test_cases(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     """Old evidence beside fresh evidence: an allow with warnings, seen by every format."""
-    old = import_load_test(tmp_path, env, days_ago=120, run=1, name="old-load-test")
+    old = import_load_test(tmp_path, env, days_ago=120, run=1, name="old-load-test", cli=run)
     assert old.returncode == 0, old.stderr
 
     # One check, three reports: the warnings of one decision in each (evidence ages with
@@ -311,7 +329,7 @@ def test_warnings_reach_annotations_sarif_and_junit_test_cases(
 def test_waived_violation_is_a_notice_and_its_waiver_warning_reaches_the_policy(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
+    assert run("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     waiver = tmp_path / "waiver.yaml"
     waiver.write_text(
         yaml.safe_dump(
@@ -325,19 +343,19 @@ def test_waived_violation_is_a_notice_and_its_waiver_warning_reaches_the_policy(
             }
         )
     )
-    assert capgate("waiver", "submit", str(waiver), env=env).returncode == 0
+    assert run("waiver", "submit", str(waiver), env=env).returncode == 0
     # Four eyes: the requester (ci) cannot approve; a different principal can.
-    own = capgate("waiver", "approve", "drain-grace-exception", env=env)
+    own = run("waiver", "approve", "drain-grace-exception", env=env)
     assert own.returncode == 2
     assert own.stderr.startswith("capgate: error: ci requested waiver drain-grace-exception@v1")
-    assert capgate("waiver", "pending", env=env).stdout.split() == ["drain-grace-exception@v1"]
+    assert run("waiver", "pending", env=env).stdout.split() == ["drain-grace-exception@v1"]
     approver = dict(env, CAPGATE_PRINCIPAL="sre-lead")
-    approved = capgate("waiver", "approve", "drain-grace-exception", env=approver)
+    approved = run("waiver", "approve", "drain-grace-exception", env=approver)
     assert approved.returncode == 0, approved.stderr
     assert approved.stdout.strip() == (
         "approved drain-grace-exception@v1 (requested by ci) as sre-lead"
     )
-    assert capgate("waiver", "pending", env=env).stdout.strip() == "no pending waivers"
+    assert run("waiver", "pending", env=env).stdout.strip() == "no pending waivers"
 
     github, reports = with_reports(
         tmp_path, env, PLAN, "--format", "github", formats=("sarif", "junit")
@@ -376,9 +394,9 @@ def test_json_is_format_json_and_conflicts_with_other_formats(env: dict[str, str
             stdout = stdout.replace(decision[varying], mask)
         return stdout
 
-    alias = capgate("gate", "check", "chat-assistant-prod", "--json", env=env)
-    spelled = capgate("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
-    both = capgate("gate", "check", "chat-assistant-prod", "--json", "--format", "json", env=env)
+    alias = run("gate", "check", "chat-assistant-prod", "--json", env=env)
+    spelled = run("gate", "check", "chat-assistant-prod", "--format", "json", env=env)
+    both = run("gate", "check", "chat-assistant-prod", "--json", "--format", "json", env=env)
     assert alias.returncode == spelled.returncode == both.returncode == 0
     assert alias.stderr.startswith("ALLOW chat-assistant-prod@v1 (decision ")
     assert json.loads(alias.stdout)["outcome"] == "allow"
@@ -388,39 +406,37 @@ def test_json_is_format_json_and_conflicts_with_other_formats(env: dict[str, str
         == same_but_id_and_time(both.stdout)
     )
 
-    conflict = capgate(
-        "gate", "check", "chat-assistant-prod", "--json", "--format", "junit", env=env
-    )
+    conflict = run("gate", "check", "chat-assistant-prod", "--json", "--format", "junit", env=env)
     assert (conflict.returncode, conflict.stdout) == (2, "")
     # With --json the error too is JSON on stderr (tests/cli/test_json_errors.py).
     assert json.loads(conflict.stderr)["message"] == (
         "--json and --format junit disagree: --json is --format json; give one"
     )
     # A usage error decides nothing: no decision is stored for it.
-    listed = json.loads(capgate("gate", "list", "--json", env=env).stdout)
+    listed = json.loads(run("gate", "list", "--json", env=env).stdout)
     assert len(listed["items"]) == 3
 
 
 def test_list_pages_by_cursor_and_counts_when_asked(env: dict[str, str]) -> None:
     for _ in range(2):
-        assert capgate("gate", "check", "chat-assistant-prod", env=env).returncode == 0
-    first = capgate("gate", "list", "--limit", "1", "--total", env=env)
+        assert run("gate", "check", "chat-assistant-prod", env=env).returncode == 0
+    first = run("gate", "list", "--limit", "1", "--total", env=env)
     assert first.returncode == 0, first.stderr
     assert "(2 in all)" in first.stderr
     cursor = first.stderr.split("(more: --cursor ")[1].split(")")[0]
-    second = capgate("gate", "list", "--limit", "1", "--cursor", cursor, env=env)
+    second = run("gate", "list", "--limit", "1", "--cursor", cursor, env=env)
     assert second.returncode == 0 and "more:" not in second.stderr
     ids = [result.stdout.splitlines()[1].split()[0] for result in (first, second)]
     assert len(set(ids)) == 2
-    events = capgate("audit", "list", "--limit", "2", "--json", env=env)
+    events = run("audit", "list", "--limit", "2", "--json", env=env)
     page = json.loads(events.stdout)
     assert page["total"] is None and len(page["items"]) == 2 and page["next_cursor"]
-    bad = capgate("audit", "list", "--cursor", "garbage", env=env)
+    bad = run("audit", "list", "--cursor", "garbage", env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") <= 3 and "cursor" in bad.stderr
     # Instants carry a zone, as through a server: the same answer locally and remotely.
-    naive = capgate("gate", "list", "--since", "2026-01-01T00:00:00", env=env)
+    naive = run("gate", "list", "--since", "2026-01-01T00:00:00", env=env)
     assert naive.returncode == 2 and "--since" in naive.stderr
-    zoned = capgate("gate", "list", "--since", "2026-01-01T00:00:00Z", "--json", env=env)
+    zoned = run("gate", "list", "--since", "2026-01-01T00:00:00Z", "--json", env=env)
     assert zoned.returncode == 0 and len(json.loads(zoned.stdout)["items"]) == 2
 
 
@@ -474,7 +490,10 @@ def with_reports(
     folder = tmp_path / "reports"
     folder.mkdir(exist_ok=True)
     reports = [f"--report={name}={folder / REPORT_FILES[name]}" for name in formats]
-    result = capgate("gate", "check", plan, *args, *reports, env=env, cwd=cwd)
+    if cwd is None:
+        result = run("gate", "check", plan, *args, *reports, env=env)
+    else:  # the in-process runner has no folder of its own: a process started there
+        result = capgate("gate", "check", plan, *args, *reports, env=env, cwd=cwd)
     written = {
         name: (folder / REPORT_FILES[name]).read_text(encoding="utf-8")
         for name in formats
@@ -488,14 +507,14 @@ def denied_with_reports(
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     """The plan with a short grace period (a deny), checked with github annotations on
     stdout and ``formats`` in files."""
-    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
+    assert run("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     return with_reports(
         tmp_path, env, PLAN, "--format", "github", "--plan-file", plan_file, formats=formats
     )
 
 
 def stored_count(env: dict[str, str]) -> int:
-    listed = capgate("gate", "list", "--total", "--json", env=env)
+    listed = run("gate", "list", "--total", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     return int(json.loads(listed.stdout)["total"])
 
@@ -510,7 +529,7 @@ def test_one_check_writes_every_report_of_one_decision(
     either_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = either_env
-    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
+    assert run("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     manifests = drifted(tmp_path)
     before = stored_count(env)
     result, reports = with_reports(
@@ -550,9 +569,12 @@ def test_one_check_writes_every_report_of_one_decision(
 
     log = json.loads(reports["sarif"])
     check_sarif(log)
-    (run,) = log["runs"]
-    assert (run["properties"]["decision"], run["properties"]["outcome"]) == (decision["id"], "deny")
-    found = [r for r in run["results"] if r["level"] == "error"]
+    (sarif_run,) = log["runs"]
+    assert (sarif_run["properties"]["decision"], sarif_run["properties"]["outcome"]) == (
+        decision["id"],
+        "deny",
+    )
+    found = [r for r in sarif_run["results"] if r["level"] == "error"]
     assert len(found) == len(violations)
     for r, v in zip(found, violations, strict=True):
         file, line_no = place(v)
@@ -560,7 +582,7 @@ def test_one_check_writes_every_report_of_one_decision(
         assert physical["artifactLocation"]["uri"] == file
         assert physical.get("region") == ({"startLine": line_no} if line_no else None)
     # Every result has a file: GitHub code scanning takes no other.
-    assert all("physicalLocation" in r["locations"][0] for r in run["results"])
+    assert all("physicalLocation" in r["locations"][0] for r in sarif_run["results"])
 
     cases = failed_cases(reports["junit"])
     assert cases
@@ -598,7 +620,7 @@ def test_plan_file_goes_with_every_format(env: dict[str, str], tmp_path: Path) -
     assert reports["text"] == text.stdout  # the same report, the same decision
     cases = list(ET.fromstring(reports["junit"]).iter("testcase"))
     assert cases and {case.get("file") for case in cases} == {"deploy/plan.yaml"}
-    as_json = capgate("gate", "check", PLAN, "--format", "json", "--plan-file", "p.yaml", env=env)
+    as_json = run("gate", "check", PLAN, "--format", "json", "--plan-file", "p.yaml", env=env)
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["outcome"] == "allow"
 
@@ -611,7 +633,7 @@ def test_gate_show_renders_a_stored_decision_as_the_check_did(
     assert checked.returncode == 1, checked.stderr
     decision_id = json.loads(reports["json"])["id"]
     for name in ("github", *formats):
-        shown = capgate(
+        shown = run(
             "gate",
             "show",
             decision_id,
@@ -630,7 +652,7 @@ def test_gate_show_renders_a_stored_decision_as_the_check_did(
         else:
             assert shown.stdout == reports[name], name
     # Several at once, as for a check; text keeps who asked and when.
-    both = capgate(
+    both = run(
         "gate",
         "show",
         decision_id,
@@ -771,7 +793,7 @@ def test_usage_errors_write_no_report_and_decide_nothing(
     before = stored_count(env)
     tmp_path = tmp_path / "reports"
     tmp_path.mkdir()
-    paired = capgate(
+    paired = run(
         "gate",
         "check",
         PLAN,
@@ -790,14 +812,14 @@ def test_usage_errors_write_no_report_and_decide_nothing(
         "capgate: error: --format given 2 times: one --format (on stdout, or in --output), and "
         "--report FORMAT=PATH for each further report\n"
     )
-    unknown = capgate("gate", "check", PLAN, "--report", "yaml=gate.yaml", env=env)
+    unknown = run("gate", "check", PLAN, "--report", "yaml=gate.yaml", env=env)
     assert unknown.returncode == 2
     assert unknown.stderr == (
         "capgate: error: --report yaml=gate.yaml: give FORMAT=PATH, FORMAT one of text, json, "
         "junit, github, sarif, gitlab\n"
     )
     same = tmp_path / "gate.sarif"
-    twice = capgate(
+    twice = run(
         "gate",
         "check",
         PLAN,

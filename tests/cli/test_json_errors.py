@@ -16,6 +16,7 @@ from cli.output import json_asked_in
 from registry.api.errors import ErrorBody
 from tests.factories import example, example_path
 from tests.support.cli_process import capgate
+from tests.support.cli_runner import capgate_in_process
 
 PLAN = "chat-assistant-prod"
 
@@ -26,9 +27,11 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("json-errors")
     base = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
     base.update(CAPGATE_DATABASE_URL=f"sqlite:///{folder / 'registry.db'}", CAPGATE_PRINCIPAL="ci")
-    assert capgate("db", "upgrade", env=base).returncode == 0
+    # Set up through the console entry point in this process (tests/support/cli_runner.py);
+    # the errors below are real processes' stderr.
+    assert capgate_in_process("db", "upgrade", env=base).returncode == 0
     for kind in ("workload", "provider", "plan"):
-        result = capgate(kind, "submit", str(example_path(kind)), env=base)
+        result = capgate_in_process(kind, "submit", str(example_path(kind)), env=base)
         assert result.returncode == 0, result.stderr
     return base
 

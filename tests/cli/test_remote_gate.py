@@ -29,6 +29,7 @@ from tests.cli.test_gate_cli import capgate, import_load_test
 from tests.factories import short_grace_plan_file
 from tests.gate.test_manifest_consistency import K8S, drifted, line_of
 from tests.support.cli_registry import copy_registry, local_env
+from tests.support.cli_runner import capgate_in_process
 from tests.support.http_stub import serving
 
 PLAN = "chat-assistant-prod"
@@ -57,9 +58,12 @@ def remote(seeded: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[R
     # The worked example (tests/conftest.py's `seeded`), its evidence dated last week.
     local = local_env(copy_registry(seeded, folder))
     # Evidence past its maximum age beside the fresh one: decisions carry warnings too.
-    old = import_load_test(folder, local, days_ago=120, run=1, name="old-load-test")
+    # Set up through the console entry point in this process (tests/support/cli_runner.py).
+    old = import_load_test(
+        folder, local, days_ago=120, run=1, name="old-load-test", cli=capgate_in_process
+    )
     assert old.returncode == 0, old.stderr
-    submitted = capgate("plan", "submit", str(short_grace_plan_file(folder)), env=local)
+    submitted = capgate_in_process("plan", "submit", str(short_grace_plan_file(folder)), env=local)
     assert submitted.returncode == 0, submitted.stderr
     assert submitted.stdout.startswith(f"{DENIES} ")
     database_url = local["CAPGATE_DATABASE_URL"]

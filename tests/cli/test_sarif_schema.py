@@ -24,10 +24,11 @@ import pytest
 
 from registry.gate.formats import render_sarif
 from registry.gate.views import DecisionView, Outcome
-from tests.cli.test_gate_cli import capgate, import_load_test
+from tests.cli.test_gate_cli import import_load_test
 from tests.cli.test_gate_formats import DENY, ERROR, MANIFEST_DENY, WAIVED, decision, violation
 from tests.factories import short_grace_plan_file
 from tests.gate.test_manifest_consistency import drifted, line_of
+from tests.support.cli_runner import capgate_in_process
 from tests.support.fixtures import shared
 
 SCHEMA_REL = "schemas/sarif-schema-2.1.0.json"
@@ -184,35 +185,38 @@ def test_any_plan_file_or_manifest_path_is_a_uri_reference(validator: Any, path:
 
 # ---- `capgate gate check --format sarif`, end to end -------------------------------------
 
+# The report is the subject: the console entry point in this process (tests/support/cli_runner.py).
+run = capgate_in_process
+
 
 def sarif_check(env: dict[str, str], *args: str, exit_code: int) -> dict[str, Any]:
-    result = capgate("gate", "check", PLAN, "--format", "sarif", *args, env=env)
+    result = run("gate", "check", PLAN, "--format", "sarif", *args, env=env)
     assert result.returncode == exit_code, result.stdout + result.stderr
     return dict(json.loads(result.stdout))
 
 
 def test_allow_is_valid_sarif(validator: Any, env: dict[str, str], tmp_path: Path) -> None:
     # Evidence past its maximum age beside the fresh one: an allow with warnings.
-    old = import_load_test(tmp_path, env, days_ago=120, run=1, name="old-load-test")
+    old = import_load_test(tmp_path, env, days_ago=120, run=1, name="old-load-test", cli=run)
     assert old.returncode == 0, old.stderr
     log = sarif_check(env, "--plan-file", "deploy/plan.yaml", exit_code=0)
     assert violations_of(validator, log) == []
-    (run,) = log["runs"]
-    assert run["properties"]["outcome"] == "allow"
-    assert {r["level"] for r in run["results"]} == {"warning"}
+    (sarif_run,) = log["runs"]
+    assert sarif_run["properties"]["outcome"] == "allow"
+    assert {r["level"] for r in sarif_run["results"]} == {"warning"}
     assert all(
         r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "deploy/plan.yaml"
-        for r in run["results"]
+        for r in sarif_run["results"]
     )
 
 
 def test_deny_is_valid_sarif(validator: Any, env: dict[str, str], tmp_path: Path) -> None:
-    assert capgate("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
+    assert run("plan", "submit", str(short_grace_plan_file(tmp_path)), env=env).returncode == 0
     log = sarif_check(env, exit_code=1)
     assert violations_of(validator, log) == []
-    (run,) = log["runs"]
-    assert run["properties"]["outcome"] == "deny"
-    errors = [r for r in run["results"] if r["level"] == "error"]
+    (sarif_run,) = log["runs"]
+    assert sarif_run["properties"]["outcome"] == "deny"
+    errors = [r for r in sarif_run["results"] if r["level"] == "error"]
     assert errors and all(r["ruleId"].startswith("drain_configured.") for r in errors)
 
 

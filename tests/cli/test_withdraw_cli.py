@@ -90,7 +90,7 @@ def test_withdraw_then_listed_with_who_when_why(env: dict[str, str]) -> None:
 
 
 def test_fail_twice_unknown_and_empty_reason_exit_2_one_line(env: dict[str, str]) -> None:
-    assert capgate("evidence", "withdraw", EVIDENCE, "--reason", REASON, env=env).returncode == 0
+    assert run("evidence", "withdraw", EVIDENCE, "--reason", REASON, env=env).returncode == 0
     again = capgate("evidence", "withdraw", f"{EVIDENCE}@v1", "--reason", "again", env=env)
     assert again.returncode == 2 and again.stdout == ""
     (line,) = again.stderr.splitlines()

@@ -1,9 +1,10 @@
 """A local registry holding the worked example, registered through the CLI as a user does.
 
-`seed_worked_example` runs `capgate` as real processes: migrate, submit the workload,
-provider and plan, import the example's load test dated last week, and size the plan
-once, so that the stored recomputation is reused by every `gate check` of that plan
-version (the planner runs once per template, not once per test).
+`seed_worked_example` runs `capgate` through its console entry point in this process
+(tests/support/cli_runner.py; no interpreter start per command): migrate, submit the
+workload, provider and plan, import the example's load test dated last week, and size
+the plan once, so that the stored recomputation is reused by every `gate check` of that
+plan version (the planner runs once per template, not once per test).
 tests/conftest.py builds it once per test session as a template file; each test gets a
 copy (the `env` fixture).
 """
@@ -13,11 +14,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.factories import EXAMPLE_EVIDENCE, example_path, write_load_test
 from tests.support.cli_process import capgate
+from tests.support.cli_runner import capgate_in_process as run
 
 PLAN = "chat-assistant-prod"
 
@@ -36,12 +39,14 @@ def import_load_test(
     days_ago: int,
     run: int = 0,
     name: str = EXAMPLE_EVIDENCE,
+    cli: Callable[..., subprocess.CompletedProcess[str]] = capgate,
     **refs: str,
 ) -> subprocess.CompletedProcess[str]:
-    """`capgate evidence import` of the example's load test, as the worked example runs it."""
+    """`capgate evidence import` of the example's load test, as the worked example runs it
+    (``cli``: a real process, or tests/support/cli_runner.py's `capgate_in_process`)."""
     when = (datetime.now(UTC) - timedelta(days=days_ago)).isoformat()
     targets = {"workload": "chat-assistant", "plan": PLAN, **refs}
-    return capgate(
+    return cli(
         "evidence",
         "import",
         "--workload",
@@ -65,14 +70,14 @@ def seed_worked_example(folder: Path) -> Path:
     """The worked example registered and sized in ``folder``/registry.db; its path."""
     db = folder / "registry.db"
     env = local_env(db)
-    assert capgate("db", "upgrade", env=env).returncode == 0
+    assert run("db", "upgrade", env=env).returncode == 0
     for kind in ("workload", "provider", "plan"):
-        result = capgate(kind, "submit", str(example_path(kind)), env=env)
+        result = run(kind, "submit", str(example_path(kind)), env=env)
         assert result.returncode == 0, result.stderr
     # The example's load test is illustrative: date it within the 90-day freshness limit.
-    result = import_load_test(folder, env, days_ago=6)
+    result = import_load_test(folder, env, days_ago=6, cli=run)
     assert result.returncode == 0, result.stderr
-    sized = capgate("plan", "size", PLAN, env=env)
+    sized = run("plan", "size", PLAN, env=env)
     assert sized.returncode == 0, sized.stderr
     return db
 
