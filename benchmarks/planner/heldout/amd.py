@@ -138,7 +138,10 @@ _SMALL_M = (
     "rocm_per_tensor_w8a8_scaled_mm: qinput.shape[0] == 1), whose FP8 GEMMs at small shapes "
     "run far below the stream the card prices (Azure ND MI300X v5: 111 TFLOP/s at "
     "1024x2145x1024 against H100's 411); no per-op MI300X table at 2-128 tokens was found to "
-    "price it"
+    "price it (ROCm/aiter#1092 times AMD's AITER GEMMs at these shard shapes, but vLLM runs "
+    "them only with VLLM_ROCM_USE_AITER=1, off by default: AMD's own vLLM 0.10.2 benchmark "
+    "guide suggests it for MoE models only, ROCm/legacy-rocm-build@"
+    "3a76bebd3b6ce197858ceb503955728108399972 docs/how-to/rocm-for-ai/inference/benchmark-docker/previous-versions/vllm-0.10.2-20251006.rst)"
 )
 READINGS: dict[str, str] = {
     **{
