@@ -141,7 +141,8 @@ _SMALL_M = (
     "price it (ROCm/aiter#1092 times AMD's AITER GEMMs at these shard shapes, but vLLM runs "
     "them only with VLLM_ROCM_USE_AITER=1, off by default: AMD's own vLLM 0.10.2 benchmark "
     "guide suggests it for MoE models only, ROCm/legacy-rocm-build@"
-    "3a76bebd3b6ce197858ceb503955728108399972 docs/how-to/rocm-for-ai/inference/benchmark-docker/previous-versions/vllm-0.10.2-20251006.rst)"
+    "3a76bebd3b6ce197858ceb503955728108399972 docs/how-to/rocm-for-ai/inference/"
+    "benchmark-docker/previous-versions/vllm-0.10.2-20251006.rst)"
 )
 READINGS: dict[str, str] = {
     **{
