@@ -24,17 +24,19 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
-import httpx
-
 from benchmarks.gate.bench_decisions import api_checks, register_example
 from benchmarks.gate.cpu import _backends, _stat
-from benchmarks.registry.bench_submissions import ApiServer, chosen_databases, free_port
+from benchmarks.registry.bench_submissions import (
+    ApiServer,
+    chosen_databases,
+    free_port,
+    wait_ready,
+)
 
 # Functions whose inclusive CPU is printed under --yappi (a substring of yappi's full name).
 WATCHED = (
@@ -132,16 +134,7 @@ def profiled_server(url: str, count: str, out: str | None) -> Iterator[ApiServer
     process = subprocess.Popen(command, env=dict(os.environ, CAPGATE_DATABASE_URL=url))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("API server did not become ready")
-            time.sleep(0.1)
+        wait_ready(base, process, 60)
         yield ApiServer(base, {"Authorization": f"Bearer {token}"}, process.pid)
     finally:
         process.terminate()

@@ -145,20 +145,26 @@ def api_server(database_url: str, workers: int) -> Iterator[ApiServer]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("API server did not become ready")
-            time.sleep(0.1)
+        wait_ready(base, process, 30)
         yield ApiServer(base, {"Authorization": f"Bearer {token}"}, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def wait_ready(base: str, process: subprocess.Popen[bytes], seconds: float) -> None:
+    """Until the server at `base` answers /readyz, or RuntimeError when it exits or
+    `seconds` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError("API server did not become ready")
+        time.sleep(0.1)
 
 
 def run(server: ApiServer, requests: int, clients: int) -> dict[str, float]:
