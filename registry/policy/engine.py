@@ -111,11 +111,14 @@ class BuiltInput(dict[str, Any]):
 
 def validate_input(input: dict[str, Any]) -> None:
     """A malformed gate input is an error before any engine sees it."""
-    if isinstance(input, BuiltInput):
-        beyond = _magnitude_problems(input, "")
-        if beyond:
-            raise InvalidInput("the gate input does not match the contract", problems=beyond)
-        return
+    if not isinstance(input, BuiltInput):  # the gate's own input was validated as built
+        _validate_contract(input)
+    beyond = _magnitude_problems(input, "")
+    if beyond:
+        raise InvalidInput("the gate input does not match the contract", problems=beyond)
+
+
+def _validate_contract(input: dict[str, Any]) -> None:
     # Here, not at the top: the package's __init__ imports this module, and
     # `python -m registry.policy.input_document` (regenerating its JSON Schema) must find
     # that module not yet imported.
@@ -129,9 +132,6 @@ def validate_input(input: dict[str, Any]) -> None:
             for error in exc.errors()
         ]
         raise InvalidInput("the gate input does not match the contract", problems=problems) from exc
-    beyond = _magnitude_problems(input, "")
-    if beyond:
-        raise InvalidInput("the gate input does not match the contract", problems=beyond)
 
 
 def canonical_number(value: Any) -> Any:
