@@ -6,10 +6,10 @@ number of bytes holds."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from registry.planner.model_shape import ModelShape
+from registry.planner.runtime_version import release
 
 
 def kv_layer_bytes_per_token(shape: ModelShape, tensor_parallel: int = 1) -> float:
@@ -90,8 +90,8 @@ def kv_groups(shape: ModelShape, hybrid: bool = True) -> KVGroups:
 
 def hybrid_manager(runtime_version: str | None) -> bool:
     """Whether the vLLM version frees sliding-window blocks of a mixed model (0.10 on)."""
-    m = re.match(r"^(\d+)\.(\d+)", runtime_version or "")
-    return m is None or (int(m.group(1)), int(m.group(2))) >= (0, 10)
+    found = release(runtime_version)
+    return found is None or found >= (0, 10)
 
 
 def kv_pool(

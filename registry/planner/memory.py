@@ -31,7 +31,6 @@ change.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -46,6 +45,7 @@ from registry.planner.kv_layout import (
     layout_text,
 )
 from registry.planner.model_shape import ModelShape
+from registry.planner.runtime_version import release
 
 GIB = float(1 << 30)
 
@@ -206,17 +206,14 @@ def params_for_runtime(version: str | None) -> MemoryParams:
     unknown versions get the sort, the largest transient, so the planner errs towards a
     smaller KV cache.
     """
-    if version is None:
+    found = release(version)
+    if version is None or found is None:
         return MemoryParams()
-    m = re.match(r"^(\d+)\.(\d+)", version)
-    if not m:
-        return MemoryParams()
-    release = (int(m.group(1)), int(m.group(2)))
-    if release >= (0, 19):
+    if found >= (0, 19):
         return VLLM_0_19
-    if release >= (0, 17):
+    if found >= (0, 17):
         return VLLM_0_17
-    if (0, 10) <= release < (0, 11) or version.split("+")[0] in ("0.11.0", "0.11"):
+    if found == (0, 10) or version.split("+")[0] in ("0.11.0", "0.11"):
         return VLLM_0_10
     return MemoryParams()
 

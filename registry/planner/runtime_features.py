@@ -8,9 +8,9 @@ an older vLLM's engine loop.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from registry.planner.runtime_version import release
 from registry.planner.step_time import StepModel
 from registry.records.provider import RuntimeSpec
 
@@ -19,7 +19,6 @@ from registry.records.provider import RuntimeSpec
 # speculative decoding other than MTP/Eagle; `--no-async-scheduling` turns it off. Before
 # 0.14 it is off unless `--async-scheduling` is passed (vllm-project/vllm#19970).
 ASYNC_DEFAULT_SINCE = (0, 14)
-_VERSION = re.compile(r"^(\d+)\.(\d+)")
 _ON = ("async-scheduling", "async_scheduling")
 _OFF = ("no-async-scheduling", "no_async_scheduling")
 
@@ -57,9 +56,7 @@ def async_scheduling(runtime: RuntimeSpec) -> RuntimeFeature:
     if on is not None:
         state = "on" if on else "off"
         return RuntimeFeature(on, f"runtime.args sets async-scheduling {state}")
-    match = _VERSION.match(runtime.version)
-    version = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-    if version >= ASYNC_DEFAULT_SINCE:
+    if (release(runtime.version) or (0, 0)) >= ASYNC_DEFAULT_SINCE:
         return RuntimeFeature(
             True,
             f"vLLM {runtime.version} schedules asynchronously by default (since 0.14.0): "
