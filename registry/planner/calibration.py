@@ -255,24 +255,15 @@ def calibrate(
     # Every point simulated, kept for the leave-one-out check (it reruns no simulation).
     simulated: dict[tuple[float, float], Engine] = {}
 
-    def engine_at(mbu: float, mfu: float, *, keep: bool = True) -> Engine:
-        # The replays are seeded, so a point is simulated once: the refinement clamped at a
-        # grid edge and the fitted point's residuals would otherwise replay it again.
-        found = simulated.get((mbu, mfu))
-        if found is None:
-            found = _engine_predictions(cases, base.with_fractions(mbu, mfu))
-            if keep:
-                simulated[(mbu, mfu)] = found
-        return found
-
-    def simulate_points(points: Sequence[tuple[float, float]]) -> list[Engine]:
-        """The replays at each point not simulated yet, on the machine's cores."""
-        missing = [p for p in dict.fromkeys(points) if p not in simulated]
-        done = ordered_map(lambda p: _engine_predictions(cases, base.with_fractions(*p)), missing)
-        return [simulated.get(p) or done[missing.index(p)] for p in points]
+    def simulate_points(points: Sequence[Point]) -> dict[Point, Engine]:
+        """The replays at each point, once each, on the machine's cores (they are seeded:
+        a point simulated again would give the same figures)."""
+        unique = list(dict.fromkeys(points))
+        runs = ordered_map(lambda p: _engine_predictions(cases, base.with_fractions(*p)), unique)
+        return dict(zip(unique, runs, strict=True))
 
     def point(mbu: float, mfu: float) -> tuple[float, float, float, float]:
-        engine = engine_at(mbu, mfu)
+        engine = simulated[(mbu, mfu)]
         front = best_frontend(engine, default_frontend)
         loss = total_loss(as_residuals(engine, front)) + frontend_prior(front, default_frontend)
         return loss, mbu, mfu, front
@@ -281,8 +272,9 @@ def calibrate(
     # simulated as one batch, then scored in the grid's order as before.
     grid = [(mbu, mfu) for mbu in MBU_GRID for mfu in MFU_GRID]
     at_default_point = (defaults.mbu, defaults.mfu)
-    *grid_engines, default_engine = simulate_points([*grid, at_default_point])
-    simulated.update(zip(grid, grid_engines, strict=True))
+    first = simulate_points([*grid, at_default_point])
+    default_engine = first[at_default_point]
+    simulated.update((p, first[p]) for p in grid)
     best = min((point(mbu, mfu) for mbu, mfu in grid), key=lambda p: p[0])
     _, mbu0, mfu0, _ = best
     around = [
@@ -291,7 +283,8 @@ def calibrate(
         for df in (-0.075, 0.0, 0.075)
         if (dm, df) != (0.0, 0.0)
     ]
-    simulated.update(zip(around, simulate_points(around), strict=True))
+    # The refinement clamped at a grid edge may repeat grid points: not replayed.
+    simulated.update(simulate_points([p for p in around if p not in simulated]))
     for mbu, mfu in around:
         cand = point(mbu, mfu)
         if cand[0] < best[0]:
@@ -306,8 +299,7 @@ def calibrate(
         )
         return base, unfitted.model_copy(update={"rejected": why})
     # Not kept: the leave-one-out folds choose among the fit's own points only.
-    at_defaults = simulated.get(at_default_point) or default_engine
-    default_error = rms(as_residuals(at_defaults, default_frontend))
+    default_error = rms(as_residuals(default_engine, default_frontend))
     fits = fold_fits(simulated, default_frontend)
     if not fits:
         why = (
@@ -315,11 +307,10 @@ def calibrate(
             "cannot be checked on figures it was not fitted to; the defaults stay"
         )
         return base, unfitted.model_copy(update={"default_error": default_error, "rejected": why})
-    engines = {**simulated, at_default_point: at_defaults}
+    engines = {**simulated, at_default_point: default_engine}
 
     def simulate(points: Sequence[Point]) -> None:
-        missing = [p for p in dict.fromkeys(points) if p not in engines]
-        engines.update(zip(missing, simulate_points(missing), strict=True))
+        engines.update(simulate_points([p for p in points if p not in engines]))
 
     default = Fit(at_default_point, default_frontend)
     chosen = choose_shrinkage(fits, default, engines, simulate)

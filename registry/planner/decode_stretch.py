@@ -47,9 +47,9 @@ def steps_within(c: float, m: float, b: float, total: float, lim: float, elapsed
         done = lim
     while done < lim:
         j = done + 1.0
-        if c * j + (m * j + b * (j - 1.0) * j / 2.0) > elapsed:
+        if line_sum(c, m, b, j) > elapsed:
             break
         done = j
-    while done > 0.0 and c * done + (m * done + b * (done - 1.0) * done / 2.0) > elapsed:
+    while done > 0.0 and line_sum(c, m, b, done) > elapsed:
         done -= 1.0
     return done

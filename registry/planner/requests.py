@@ -25,7 +25,6 @@ class Requests:
     """
 
     __slots__ = (
-        "_room",
         "admitted",
         "arrival",
         "attempt",
@@ -67,10 +66,6 @@ class Requests:
         self.kvbase: list[int] = []
         self.first_token: list[float] = []
         self.admitted: list[float] = []
-        self._room = 0
-
-    def __len__(self) -> int:
-        return len(self.arrival)
 
     def _grow(self) -> None:
         self.state.extend([0] * _GROW)
@@ -82,7 +77,6 @@ class Requests:
         self.kvbase.extend([0] * _GROW)
         self.first_token.extend([NAN] * _GROW)
         self.admitted.extend([NAN] * _GROW)
-        self._room += _GROW
 
     def add(
         self,
@@ -98,7 +92,7 @@ class Requests:
     ) -> int:
         """A new request (``origin`` < 0: it is its own original); its id."""
         rid = len(self.arrival)
-        if rid == self._room:
+        if rid == len(self.state):  # the scheduler's fields are full
             self._grow()
         self.arrival.append(arrival)
         self.origin.append(rid if origin < 0 else origin)

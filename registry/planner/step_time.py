@@ -24,6 +24,7 @@ some.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from registry.planner.catalog import find_model
 from registry.planner.efficiency import card_allreduce_latency, kernel_efficiency
@@ -112,6 +113,19 @@ class Efficiency:
         )
 
 
+def allreduce_latency(efficiency: Efficiency, accel: AcceleratorSpec) -> tuple[float, str | None]:
+    """One all-reduce's fixed latency (us) and where it comes from: given, else the
+    accelerator card's measurement, else the interconnect's default (source None)."""
+    if efficiency.allreduce_latency_us is not None:
+        return efficiency.allreduce_latency_us, "given"
+    card = card_allreduce_latency(accel.name)
+    if card is not None:
+        return card[0], f"accelerator card: {card[1]}"
+    if accel.interconnect.kind is InterconnectKind.pcie:
+        return efficiency.allreduce_latency_us_pcie, None
+    return efficiency.allreduce_latency_us_nvlink, None
+
+
 def efficiency_sources(
     efficiency: Efficiency, accel: AcceleratorSpec, weight_bytes: float
 ) -> dict[str, str]:
@@ -125,11 +139,9 @@ def efficiency_sources(
         "layer_overhead_us": table if efficiency.layer_overhead_us is None else "given",
     }
     out.update(EFFICIENCY_SOURCES)
-    card_latency = card_allreduce_latency(accel.name)
-    if efficiency.allreduce_latency_us is not None:
-        out["allreduce_latency_us"] = "given"
-    elif card_latency is not None:
-        out["allreduce_latency_us"] = f"accelerator card: {card_latency[1]}"
+    _, latency_source = allreduce_latency(efficiency, accel)
+    if latency_source is not None:
+        out["allreduce_latency_us"] = latency_source
     if res.shards_priced:
         out["tp_efficiency_decay"] = (
             f"not applied: the accelerator card [{res.table_key}] prices smaller shards "
@@ -223,17 +235,7 @@ class StepModel:
         self.window = shape.sliding_window if shape.sliding_layers else None
         self.local_share = shape.sliding_layers / shape.layers if self.window else 0.0
         if tp > 1:
-            kind = accel.interconnect.kind
-            card_latency = card_allreduce_latency(accel.name)
-            if efficiency.allreduce_latency_us is not None:
-                latency_us = efficiency.allreduce_latency_us
-            elif card_latency is not None:
-                latency_us = card_latency[0]
-            elif kind is InterconnectKind.pcie:
-                latency_us = efficiency.allreduce_latency_us_pcie
-            else:
-                latency_us = efficiency.allreduce_latency_us_nvlink
-            latency = latency_us / 1e6
+            latency = allreduce_latency(efficiency, accel)[0] / 1e6
             # Spec sheets state bidirectional bandwidth; a ring sends one way per hop.
             link = accel.interconnect.bandwidth_gb_s * 1e9 / 2 * efficiency.link_efficiency
             ring = 2.0 * (tp - 1) / tp
@@ -258,13 +260,19 @@ class StepModel:
         self.per_sequence = 0.0 if hidden else sequence_cpu
         self.cpu_floor = step_cpu if hidden else 0.0
         self.cpu_floor_per_sequence = sequence_cpu if hidden else 0.0
-        self.cpu_bound_at = self._cpu_outlasts_gpu(max_num_seqs) if hidden else None
+        self._max_num_seqs = max_num_seqs
 
-    def _cpu_outlasts_gpu(self, max_num_seqs: int) -> tuple[int, float, float] | None:
-        """The first batch size up to ``max_num_seqs`` whose decode step (no context: the
-        GPU's least) is shorter on the GPU than the engine's CPU time, as (batch, CPU
-        seconds, GPU seconds); None when the GPU's is the longer at every size."""
+    @cached_property
+    def cpu_bound_at(self) -> tuple[int, float, float] | None:
+        """Under async scheduling, the first batch size up to ``max_num_seqs`` whose decode
+        step (no context: the GPU's least) is shorter on the GPU than the engine's CPU time,
+        as (batch, CPU seconds, GPU seconds); None when the GPU's is the longer at every
+        size, or without async scheduling. Worked out only when the recomputation says it
+        (a step model is built per simulation)."""
         eff = self.efficiency
+        if not eff.async_scheduling:
+            return None
+        max_num_seqs = self._max_num_seqs
         head = self.flop_time_per_token + self.head_time_per_sample
         for n in range(1, max(1, max_num_seqs) + 1):
             cpu = eff.step_overhead_ms / 1e3 + eff.sequence_overhead_ms / 1e3 * n
