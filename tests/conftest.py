@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -183,3 +184,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # sorted() is stable: files of equal weight keep their collection order.
     ordered = sorted(files.values(), key=weight, reverse=True)
     items[:] = [item for file_items in ordered for item in file_items]
+
+
+@pytest.fixture
+def cold_planner_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty in-process planner cache for this test: the suite dates the example's
+    evidence once per process (tests/factories.PROCESS_STARTED), so an earlier test may
+    have left the same inputs' result there, and a test that needs the planner to run
+    (its budget, its progress) would otherwise depend on the order tests run in."""
+    from registry.sizing import service as sizing_service
+
+    monkeypatch.setattr(sizing_service, "_CACHE", OrderedDict())

@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 
 import pytest
 
 from registry.api.app import create_app
-from registry.sizing import service as sizing_service
 from registry.storage.database import Database
 from tests.api.test_gate_api import register, settings
 from tests.cli.test_cli import capgate, example_path
 from tests.support.auth import client_for
 
 
+@pytest.mark.usefixtures("cold_planner_cache")  # the planner must run
 def test_fail_past_the_budget_over_the_api(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with client_for(create_app(database, settings())) as client:
         register(client)
         monkeypatch.setenv("CAPGATE_PLANNER_BUDGET_S", "0.000001")
-        # The planner must run: an earlier test in this process may have left the same
-        # inputs' result in its in-process cache (which costs no planner time at all).
-        monkeypatch.setattr(sizing_service, "_CACHE", OrderedDict())
         response = client.post("/v1/plans/chat-assistant-prod/recomputations")
     assert response.status_code == 422
     body = response.json()

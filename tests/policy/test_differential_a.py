@@ -32,3 +32,5 @@ def test_engines_agree_on_generated_inputs(opa_binary: Path, tmp_path: Path) -> 
     assert tally["allow"] > 0 and tally["deny"] > 0, tally
     assert not found, f"seed {seed}: {len(found)} differences, first: " + "; ".join(found[:3])
     assert set(shapes) >= SHAPES, f"seed {seed}: shapes never drawn: {sorted(SHAPES - set(shapes))}"
+    rare = {s: shapes[s] for s in SHAPES if shapes[s] < 20}
+    assert not rare, f"seed {seed}: shapes drawn fewer than 20 times (the budget's claim): {rare}"

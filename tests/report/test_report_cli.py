@@ -115,7 +115,11 @@ def test_allowing_decision_and_choosing_a_decision(capgate: Capgate, tmp_path: P
     assert "share of the fit used (the largest at which no held-out group does worse)" in (
         page.text
     )
-    assert "worst held-out group (its error against the defaults')" in page.text
+    # The worked example's two classes pass the per-group rule: the worst group is named
+    # after the example's own load test (a rejected or absent check would show none).
+    assert (
+        "worst held-out group (its error against the defaults'): chat-assistant-h100-mixed-2026-11 "
+    ) in page.text
     # A bare name with --decision: that decision, on whichever version it was taken.
     printed, page, _ = report(capgate, tmp_path, PLAN, "--decision", allowed["id"])
     assert printed.startswith(f"ALLOW {PLAN}@v1") and allowed["id"] in page.text
