@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from registry.planner.calibration_loss import (
     Engine,
@@ -118,7 +119,6 @@ class Shrinkage:
 
     alpha: float | None
     held_out_error: float
-    default_error: float
     groups: list[CalibrationGroup]
 
     @property
@@ -169,15 +169,14 @@ def choose_shrinkage(
             for g in sorted(fits)
         ]
         overall = rms([r for rows in held.values() for r in rows])
-        return Shrinkage(alpha, overall, default_rms, groups)
+        return Shrinkage(alpha, overall, groups)
 
-    for alpha in SHRINKAGE:
-        result = at(alpha)
+    full = at(SHRINKAGE[0])  # the whole fit: tried first, and reported if nothing is safe
+    # Smaller shares are simulated only if the larger ones failed (lazily).
+    for result in chain([full], (at(alpha) for alpha in SHRINKAGE[1:])):
         # Compared rounded, as reported: a tie in the fourth decimal is no worse.
         if result.held_out_error < default_rms and all(
             g.held_out_error <= g.default_error for g in result.groups
         ):
             return result
-    # Nothing is safe: report the full fit's errors (its points are simulated already).
-    full = at(1.0)
-    return Shrinkage(None, full.held_out_error, default_rms, full.groups)
+    return Shrinkage(None, full.held_out_error, full.groups)

@@ -198,25 +198,22 @@ def recompute(
     )
 
     # --- the plan's failure scenarios at peak ----------------------------------------------
+    failures = (
+        ("peak", 0, "all of the plan's replicas ready"),
+        ("one_worker_lost", 1, "one worker lost; replicas are assumed spread one per worker"),
+        ("largest_zone_lost", largest_zone, "the zone with the most replicas lost"),
+    )
     if plan_mem.fits:
         # The scenarios, the autoscaling boundary and the load curve below, simulated as one
         # batch (their runs do not depend on one another), then read in order as before.
         ev.prefetch(
-            [
-                (plan_tp, plan_total - lost, 1.0, 0)
-                for lost in (0, 1, largest_zone)
-                if lost < plan_total
-            ]
+            [(plan_tp, plan_total - lost, 1.0, 0) for _, lost, _ in failures if lost < plan_total]
             + ([(plan_tp, r_min, 1.0, 0)] if r_min is not None else [])
             + [(plan_tp, plan_total, load, _curve_limit(load)) for load in CURVE_LOADS]
         )
     scenarios: dict[str, Scenario] = {}
     moments = context_moments(workload, kv_groups(shape, hybrid_manager(provider.runtime.version)))
-    for name, lost, note in (
-        ("peak", 0, "all of the plan's replicas ready"),
-        ("one_worker_lost", 1, "one worker lost; replicas are assumed spread one per worker"),
-        ("largest_zone_lost", largest_zone, "the zone with the most replicas lost"),
-    ):
+    for name, lost, note in failures:
         ready = plan_total - lost
         if not plan_mem.fits:
             scenarios[name] = scenario(
