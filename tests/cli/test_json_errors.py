@@ -5,7 +5,6 @@ stays (cli.output, cli.main.run). Run as a user runs the command: a real process
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,9 @@ import yaml
 
 from cli.output import json_asked_in
 from registry.api.errors import ErrorBody
-from tests.factories import example, example_path
+from tests.factories import example
 from tests.support.cli_process import capgate
-from tests.support.cli_runner import capgate_in_process
+from tests.support.cli_registry import local_env, migrate_and_submit
 
 PLAN = "chat-assistant-prod"
 
@@ -24,15 +23,10 @@ PLAN = "chat-assistant-prod"
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A migrated SQLite registry holding the example's workload, provider and plan."""
-    folder = tmp_path_factory.mktemp("json-errors")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("CAPGATE_")}
-    base.update(CAPGATE_DATABASE_URL=f"sqlite:///{folder / 'registry.db'}", CAPGATE_PRINCIPAL="ci")
-    # Set up through the console entry point in this process (tests/support/cli_runner.py);
-    # the errors below are real processes' stderr.
-    assert capgate_in_process("db", "upgrade", env=base).returncode == 0
-    for kind in ("workload", "provider", "plan"):
-        result = capgate_in_process(kind, "submit", str(example_path(kind)), env=base)
-        assert result.returncode == 0, result.stderr
+    base = local_env(tmp_path_factory.mktemp("json-errors") / "registry.db")
+    # Set up through the console entry point in this process; the errors below are real
+    # processes' stderr.
+    migrate_and_submit(base)
     return base
 
 

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.factories import EXAMPLE_EVIDENCE, example_path, write_load_test
+from tests.factories import EXAMPLE_EVIDENCE, write_load_test
 from tests.support.cli_process import capgate
 from tests.support.cli_runner import capgate_in_process as run
+from tests.support.worked_example import submit_records
 
 PLAN = "chat-assistant-prod"
 
@@ -66,14 +67,23 @@ def import_load_test(
     )
 
 
+def migrate_and_submit(env: dict[str, str]) -> None:
+    """Migrate the registry ``env`` names and submit the example's workload, provider and
+    plan (tests/support/worked_example.py), in this process, each command checked."""
+
+    def checked(*args: str) -> None:
+        result = run(*args, env=env)
+        assert result.returncode == 0, result.stderr
+
+    checked("db", "upgrade")
+    submit_records(checked)
+
+
 def seed_worked_example(folder: Path) -> Path:
     """The worked example registered and sized in ``folder``/registry.db; its path."""
     db = folder / "registry.db"
     env = local_env(db)
-    assert run("db", "upgrade", env=env).returncode == 0
-    for kind in ("workload", "provider", "plan"):
-        result = run(kind, "submit", str(example_path(kind)), env=env)
-        assert result.returncode == 0, result.stderr
+    migrate_and_submit(env)
     # The example's load test is illustrative: date it within the 90-day freshness limit.
     result = import_load_test(folder, env, days_ago=6, cli=run)
     assert result.returncode == 0, result.stderr
