@@ -57,3 +57,5 @@ def test_success_the_error_no_longer_grows_with_the_batch() -> None:
     errors = [Outcome(c, c.compute()).error for c in sweep]
     assert abs(errors[-1] - errors[0]) < 0.05, errors
     assert all(-0.25 < e < 0.0 for e in errors), errors
+    # Over the whole sweep, batch 128 included: 12 points at most, against 29 before.
+    assert max(errors) - min(errors) < 0.12, errors
