@@ -14,6 +14,11 @@ overhead and, under tensor parallelism, the all-reduces):
 - two all-reduces per layer (Megatron) of the step's activations, ring algorithm, over the
   interconnect.
 
+vLLM's compilation fusions (``Fusions``, read from the provider's --compilation-config by
+registry/planner/runtime_features.py) change two of these: a fused all-reduce's latency,
+and the fp8 quantisation kernels they fold away leave the per-layer time (fusion_pricing),
+each only where the accelerator card measures it.
+
 So a decode sharing a step with a prefill chunk costs the step only its KV read and its
 share of the GEMM rows, not a second pass over the weights. The achievable fractions come
 per accelerator and dtype from kernel measurements (the accelerator cards, read by

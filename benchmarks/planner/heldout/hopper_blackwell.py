@@ -15,6 +15,9 @@ but three readings of the tables were compared against these figures before the 
 (+27 %, +29 %, +13 %), and the TP2 points' all-reduce and shard pricing were revisited after
 they read +19 to +22 % (each change from a kernel table or the run's own configuration, none
 read from these figures), so count the B200 figures as partly informed, not fully held out.
+The same holds for the compilation fusions the B200 run turns on: their figures (the card's
+fused all-reduce and fp8 quantisation kernel, medians of the kernel table) were written into
+the card before these cases were run again, and nothing was changed after.
 The serving scripts pass --async-scheduling, replayed as such (``Bench.async_scheduling``);
 the B200 script's --compilation-config goes to the planner as the provider's runtime args
 (``Bench.runtime_args``), and the checkpoint's quantisation method as model.quantization.
