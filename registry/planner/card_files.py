@@ -89,6 +89,27 @@ class ModelCardFile(_Card):
         return self
 
 
+class ActivationQuantEntry(BaseModel):
+    """The static fp8 activation quantisation kernel a GEMM's input runs through (vLLM's
+    ``scaled_fp8_quant`` with a per-tensor scale), timed at decode batches by input width.
+    vLLM's compilation fusions fold it into the kernel before (all-reduce, RMSNorm, SiluMul,
+    attention); the planner takes it out of ``layer_us`` only when ``in_layer_us`` says the
+    GEMM timings ``layer_us`` was read from ran one per GEMM."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kernel_us: dict[Count, Positive] = Field(
+        min_length=1,
+        description="Kernel time in us by the activation's width (K), at 1-16 tokens.",
+    )
+    in_layer_us: bool = Field(
+        description="True when layer_us holds one such kernel (or a slower dynamic one) per "
+        "GEMM: the fp8 linear was timed with its input quantisation inside."
+    )
+    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
+    source: Source = Field(description="The measurements (or the assumption) and where.")
+
+
 class EfficiencyEntry(BaseModel):
     """The achievable fractions of peak the step model prices one weight dtype with on an
     accelerator, and the kernel measurements they were read from.
@@ -109,6 +130,22 @@ class EfficiencyEntry(BaseModel):
         "at tensor-parallel shard shapes: a smaller shard per GPU then costs that fixed time "
         "again, and mbu and mfu are not lowered further with the TP degree.",
     )
+    activation_quant: ActivationQuantEntry | None = Field(
+        default=None,
+        description="fp8 only: the activation quantisation kernel, for pricing vLLM's "
+        "compilation fusions; without it a fusion is on but saves nothing priced.",
+    )
+    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
+    source: Source = Field(description="The measurements (or the assumption) and where.")
+
+
+class FusedAllReduceEntry(BaseModel):
+    """The fused all-reduce + residual add + RMSNorm + fp8 quantisation kernel vLLM runs
+    with ``pass_config.enable_fi_allreduce_fusion`` (FlashInfer's trtllm_allreduce_fusion)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    latency_us: Positive = Field(description="Fixed time of one fused all-reduce, in us.")
     measured: bool = Field(description="Read from measurements (true) or assumed (false).")
     source: Source = Field(description="The measurements (or the assumption) and where.")
 
@@ -121,6 +158,11 @@ class CollectivesEntry(BaseModel):
 
     allreduce_latency_us: Positive = Field(
         description="Fixed time of one all-reduce of a decode step's activations, in us."
+    )
+    fused_allreduce: FusedAllReduceEntry | None = Field(
+        default=None,
+        description="The fused all-reduce vLLM's FlashInfer all-reduce fusion runs; without "
+        "it that fusion is priced as the plain all-reduce above.",
     )
     measured: bool = Field(description="Read from measurements (true) or assumed (false).")
     source: Source = Field(description="The measurements (or the assumption) and where.")
@@ -159,6 +201,16 @@ class AcceleratorCardFile(_Card):
         description="Tensor-parallel all-reduce cost on the part; without it the planner's "
         "default for the interconnect kind (registry/planner/step_time.py).",
     )
+
+    @model_validator(mode="after")
+    def _quant_only_fp8(self) -> AcceleratorCardFile:
+        for dtype, entry in self.efficiency.items():
+            if entry.activation_quant is not None and dtype != "fp8":
+                raise ValueError(
+                    f"efficiency.{dtype}.activation_quant: only fp8 GEMMs quantise their "
+                    "input; move it under efficiency.fp8"
+                )
+        return self
 
     @model_validator(mode="after")
     def _exposed(self) -> AcceleratorCardFile:

@@ -91,6 +91,47 @@ def card_allreduce_latency(accelerator: str) -> tuple[float, str] | None:
     return card.collectives.allreduce_latency_us, card.collectives.source
 
 
+def card_fused_allreduce(accelerator: str) -> tuple[float, str] | None:
+    """The fused all-reduce + RMSNorm + quantisation kernel's latency (us) the card
+    measured (``collectives.fused_allreduce``), with its source; None when it has none."""
+    card = find_accelerator(accelerator)
+    if card is None or card.collectives is None or card.collectives.fused_allreduce is None:
+        return None
+    fused = card.collectives.fused_allreduce
+    return fused.latency_us, fused.source
+
+
+@dataclass(frozen=True)
+class ActivationQuantTime:
+    """One static fp8 activation quantisation kernel's time at decode batches, by the
+    width (K) of the activation it quantises, as the card measured it."""
+
+    kernel_us: tuple[tuple[int, float], ...]  # (width, us), widths ascending
+    source: str
+
+    def at(self, width: int) -> float:
+        """The time at the largest measured width not above ``width`` (the smallest
+        measured one below it): a kernel on a wider activation is no faster, so this never
+        prices more than a measurement shows."""
+        chosen = self.kernel_us[0][1]
+        for measured, us in self.kernel_us:
+            if measured <= width:
+                chosen = us
+        return chosen
+
+
+def card_activation_quant(accelerator: str, weight_bytes: float) -> ActivationQuantTime | None:
+    """The quantisation kernel the card's ``layer_us`` holds one of per GEMM, for the
+    weights' dtype; None when the entry states none (``efficiency.<dtype>.activation_quant``
+    absent, or not inside ``layer_us``): then a fusion saves nothing the planner can price."""
+    card = find_accelerator(accelerator)
+    entry = card.efficiency.get(dtype_key(weight_bytes)) if card is not None else None
+    quant = entry.activation_quant if entry is not None else None
+    if quant is None or not quant.in_layer_us:
+        return None
+    return ActivationQuantTime(tuple(sorted(quant.kernel_us.items())), quant.source)
+
+
 @dataclass(frozen=True)
 class FrontendTime:
     """The serving runtime's own time per request outside the engine's steps: the HTTP

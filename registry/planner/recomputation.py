@@ -26,7 +26,12 @@ from registry.planner.result import (
     Sizing,
     StepFigures,
 )
-from registry.planner.runtime_features import async_finding, async_scheduling
+from registry.planner.runtime_features import (
+    async_finding,
+    async_scheduling,
+    compilation_fusions,
+    fusion_findings,
+)
 from registry.planner.scenarios import (
     context_moments,
     group_note,
@@ -114,7 +119,9 @@ def recompute(
     items: list[EvidenceItem] = list(evidence)
     # vLLM from 0.14.0 (or a profile passing --async-scheduling) schedules ahead of the GPU.
     scheduling = async_scheduling(provider.runtime)
-    base = Efficiency(async_scheduling=scheduling.enabled)
+    # --compilation-config's fusions fold the fp8 quantisations into the kernels before them.
+    compiled = compilation_fusions(provider.runtime, provider.model)
+    base = Efficiency(async_scheduling=scheduling.enabled, fusions=compiled.fusions)
     if items:
         report.report("calibrating")
     efficiency, calibration = calibrate(
@@ -141,6 +148,7 @@ def recompute(
     plan_tp = plan.parallelism.tensor_parallel
     if scheduling.enabled:
         findings.append(async_finding(scheduling.reason, ev.step_model(plan_tp)))
+    findings.extend(fusion_findings(compiled, ev.step_model(plan_tp)))
     zones = list(plan.replicas_per_zone)
     price = provider.price_per_accelerator_hour_usd
     peak = ev.peak_rps

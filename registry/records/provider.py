@@ -125,8 +125,10 @@ class RuntimeSpec(Record):
     name: Text = Field(description="Serving runtime, e.g. vllm.")
     version: Text = Field(pattern=RUNTIME_VERSION_PATTERN)
     image: Text | None = None
-    args: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="Extra runtime flags that are not part of a plan."
+    args: dict[str, str | int | float | bool | dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Extra runtime flags that are not part of a plan; a flag that takes "
+        "JSON (vLLM's compilation-config) may be written as a mapping.",
     )
 
 

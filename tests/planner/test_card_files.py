@@ -185,3 +185,76 @@ def test_collectives_a_card_states_its_all_reduce_latency_with_a_source(tmp_path
     locs = {(p.loc, p.message) for p in caught.value.problems}
     assert ("collectives.allreduce_latency_us", "Input should be greater than 0") in locs
     assert ("collectives.source", "field required") in locs
+
+
+_ENTRY = {
+    "mfu": 0.5,
+    "mbu": 0.7,
+    "attn_mfu": 0.4,
+    "layer_us": 40,
+    "measured": True,
+    "source": "our GEMM timings of the fp8 linear (test card)",
+}
+_QUANT = {
+    "kernel_us": {4096: 2.0, 8192: 2.5},
+    "in_layer_us": True,
+    "measured": True,
+    "source": "our scaled_fp8_quant timings (test card)",
+}
+
+
+def test_fusions_a_card_states_its_quant_kernel_and_fused_all_reduce(tmp_path: Path) -> None:
+    b200 = find_accelerator("b200")
+    assert b200 is not None and b200.collectives is not None
+    fused = b200.collectives.fused_allreduce
+    assert fused is not None and fused.latency_us == 5.2 and "trtllm" in fused.source
+    quant = b200.efficiency["fp8"].activation_quant
+    assert quant is not None and quant.in_layer_us and quant.kernel_us[8192] == 2.56
+    assert "scale_matrix_perf" in quant.source
+    assert b200.efficiency["bf16"].activation_quant is None
+
+    ok = {
+        **A30,
+        "efficiency": {"fp8": {**_ENTRY, "activation_quant": _QUANT}},
+        "collectives": {
+            "allreduce_latency_us": 30,
+            "measured": False,
+            "source": "nccl-tests on our PCIe box (test card)",
+            "fused_allreduce": {"latency_us": 20, "measured": True, "source": "our fused runs"},
+        },
+    }
+    card = card_files.read_card(_folder(tmp_path, ok=ok) / "accelerators" / "ok.yaml")
+    assert isinstance(card, card_files.AcceleratorCardFile) and card.collectives is not None
+    assert card.efficiency["fp8"].activation_quant is not None
+    assert card.efficiency["fp8"].activation_quant.kernel_us == {4096: 2.0, 8192: 2.5}
+    assert card.collectives.fused_allreduce is not None
+    assert card.collectives.fused_allreduce.latency_us == 20
+
+
+def test_fusions_a_bad_quant_entry_is_named_by_its_field(tmp_path: Path) -> None:
+    bad = {
+        **A30,
+        "efficiency": {
+            "bf16": {**_ENTRY, "activation_quant": _QUANT},
+            "fp8": {**_ENTRY, "activation_quant": {**_QUANT, "kernel_us": {4096: 0}}},
+        },
+        "collectives": {
+            "allreduce_latency_us": 30,
+            "measured": False,
+            "source": "nccl-tests on our PCIe box (test card)",
+            "fused_allreduce": {"latency_us": 5, "measured": True},
+        },
+    }
+    with pytest.raises(InvalidInput) as caught:
+        card_files.read_card(_folder(tmp_path, bad=bad) / "accelerators" / "bad.yaml")
+    locs = {(p.loc, p.message) for p in caught.value.problems}
+    assert (
+        "efficiency.fp8.activation_quant.kernel_us.4096",
+        "Input should be greater than 0",
+    ) in locs
+    assert ("collectives.fused_allreduce.source", "field required") in locs
+
+    only_bf16 = {**A30, "efficiency": {"bf16": {**_ENTRY, "activation_quant": _QUANT}}}
+    with pytest.raises(InvalidInput) as caught:
+        card_files.read_card(_folder(tmp_path, only=only_bf16) / "accelerators" / "only.yaml")
+    assert any("efficiency.bf16.activation_quant" in p.message for p in caught.value.problems)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from registry.errors import InvalidInput
 from registry.planner import PLANNER_VERSION, recompute, render_chart, render_text
 from registry.planner.result import PlanRecomputation
 from registry.records.documents import read_record
@@ -230,3 +231,50 @@ def test_edge_where_the_cpu_can_outlast_the_gpu_the_finding_says_from_which_batc
         fast = ahead.scenarios["peak"].per_class[cls].tpot_p50_ms
         slow = result.scenarios["peak"].per_class[cls].tpot_p50_ms
         assert fast is not None and slow is not None and fast < slow
+
+
+def _on_b200_fp8(prov: ProviderProfile, args: dict[str, object]) -> ProviderProfile:
+    """The worked example's 8B as NVIDIA's ModelOpt fp8 checkpoint (static activation
+    scales) with an fp8 KV cache on a B200, with the runtime args given."""
+    data = prov.model_dump(mode="json")
+    data["model"].update(weights_dtype="fp8", kv_dtype="fp8", quantization="modelopt")
+    data["accelerator"].update(
+        name="B200-HGX-180GB",
+        memory_gib=180,
+        memory_bandwidth_gb_s=7700,
+        dense_tflops={"bf16": 2250, "fp8": 4500},
+        interconnect={"kind": "nvlink", "bandwidth_gb_s": 1800},
+    )
+    data["runtime"]["args"] = args
+    return ProviderProfile.model_validate(data)
+
+
+def test_success_the_findings_name_the_compilation_fusions_priced_and_not() -> None:
+    # InferenceMAX's B200 compilation-config at the example's TP1: the attention fusion takes
+    # the O-projection's fp8 quantisation out of every layer (priced from the B200 card); the
+    # all-reduce fusion has nothing to fuse at TP1 and says so; TPOT falls.
+    plan, wl, prov, _ = _load()
+    config = {
+        "pass_config": {"enable_fi_allreduce_fusion": True, "enable_attn_fusion": True},
+        "custom_ops": ["+quant_fp8", "+rms_norm"],
+    }
+    plain = recompute(plan, wl, _on_b200_fp8(prov, {}), seed=0)
+    fused = recompute(plan, wl, _on_b200_fp8(prov, {"compilation-config": config}), seed=0)
+    assert not any("compilation fusion" in f for f in plain.findings)
+    notes = [f for f in fused.findings if f.startswith("compilation fusion")]
+    assert any("turns on enable_fi_allreduce_fusion, enable_attn_fusion" in f for f in notes)
+    assert any(f.startswith("compilation fusion priced: attention") for f in notes)
+    assert any("not priced" in f and "TP1" in f for f in notes)
+    fast = fused.scenarios["peak"].per_class["interactive"].tpot_p50_ms
+    slow = plain.scenarios["peak"].per_class["interactive"].tpot_p50_ms
+    assert fast is not None and slow is not None and fast < slow
+
+
+def test_fail_a_compilation_config_that_is_not_json_is_refused_naming_the_field() -> None:
+    plan, wl, prov, _ = _load()
+    bad = _on_b200_fp8(prov, {"compilation-config": "{pass_config: on"})
+    with pytest.raises(InvalidInput) as caught:
+        recompute(plan, wl, bad, seed=0)
+    (problem,) = caught.value.problems
+    assert problem.loc == "runtime.args.compilation-config"
+    assert problem.message.startswith("is not JSON")

@@ -3,6 +3,7 @@ efficiencies and tensor-parallel behaviour."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from registry.planner.efficiency import FALLBACK, kernel_efficiency
 from registry.planner.model_shape import resolve_model
 from registry.planner.step_time import (
     Efficiency,
+    Fusions,
     StepModel,
     efficiency_sources,
     lines_sum,
@@ -276,9 +278,109 @@ def test_a_card_that_prices_shards_per_gemm_is_not_lowered_again_by_the_tp_degre
     assert efficiency_sources(plain, spec, 2.0)["tp_efficiency_decay"].startswith("Databricks")
 
 
-def test_a_benchmark_that_names_its_all_reduce_kernel_is_priced_with_it() -> None:
-    # InferenceMAX's B200 runs compile FlashInfer's fused all-reduce: Bench.allreduce_latency_us
-    # replaces the card's vLLM custom all-reduce time, and a faster kernel shortens TPOT.
+def _b200(
+    weights: str, tp: int, efficiency: Efficiency, accel: str = "B200-HGX-180GB"
+) -> StepModel:
+    prov = _provider(Bench("llama-3.3-70b", accel, 1024, 1024, weights=weights, kv="fp8"))
+    return StepModel(
+        resolve_model(prov), prov.accelerator, tensor_parallel=tp, efficiency=efficiency
+    )
+
+
+def _card_figures() -> tuple[float, float, dict[int, float]]:
+    accel = find_accelerator("b200")
+    assert accel is not None and accel.collectives is not None
+    fused = accel.collectives.fused_allreduce
+    quant = accel.efficiency["fp8"].activation_quant
+    assert fused is not None and quant is not None
+    return accel.collectives.allreduce_latency_us, fused.latency_us, dict(quant.kernel_us)
+
+
+def test_fusions_all_reduce_fusion_prices_the_fused_kernel_and_drops_two_quants_a_layer() -> None:
+    # Llama-3.3-70B: 80 layers of hidden 8192. At TP2 each of the 160 all-reduces runs the
+    # card's fused kernel, and the QKV (but the first layer's, after the embedding) and
+    # gate-up inputs' quantisations (width 8192) leave layer_us.
+    plain_us, fused_us, quant = _card_figures()
+    plain = _b200("fp8", 2, Efficiency())
+    fused = _b200("fp8", 2, Efficiency(fusions=Fusions(allreduce=True)))
+    assert plain.comm_fixed == pytest.approx(160 * plain_us / 1e6)
+    assert fused.comm_fixed == pytest.approx(160 * fused_us / 1e6)
+    assert fused.fusion.quant_kernels_per_step == 159
+    assert plain.layer_time - fused.layer_time == pytest.approx(159 * quant[8192] / 1e6)
+    assert fused.step(0, 0.0, 8, 8000.0) < plain.step(0, 0.0, 8, 8000.0)
+    assert len(fused.fusion.priced) == 2 and not fused.fusion.unpriced
+    assert f"{fused_us:g} us" in fused.fusion.priced[0]
+    # A given all-reduce latency still wins over the card's fused kernel.
+    given_ = _b200("fp8", 2, Efficiency(allreduce_latency_us=9.0, fusions=Fusions(allreduce=True)))
+    assert given_.comm_fixed == pytest.approx(160 * 9.0 / 1e6)
+    assert "latency is given" in given_.fusion.unpriced[0]
+    # At TP1 there is no all-reduce: nothing changes, and the pricing says why.
+    tp1 = _b200("fp8", 1, Efficiency(fusions=Fusions(allreduce=True)))
+    assert tp1.layer_time == _b200("fp8", 1, Efficiency()).layer_time
+    assert "TP1" in tp1.fusion.unpriced[0]
+
+
+def test_fusions_attention_fusion_drops_the_o_projections_quant_on_blackwell_only() -> None:
+    _, _, quant = _card_figures()
+    for tp, width in ((1, 8192), (2, 4096)):
+        plain = _b200("fp8", tp, Efficiency())
+        fused = _b200("fp8", tp, Efficiency(fusions=Fusions(attention=True)))
+        assert plain.layer_time - fused.layer_time == pytest.approx(80 * quant[width] / 1e6)
+        assert fused.comm_fixed == plain.comm_fixed
+    # Hopper's default attention backend (FlashAttention) cannot write fp8: not applied.
+    h100 = _b200("fp8", 2, Efficiency(fusions=Fusions(attention=True)), "H100-SXM-80GB")
+    assert h100.layer_time == _b200("fp8", 2, Efficiency(), "H100-SXM-80GB").layer_time
+    assert "not applied on H100" in h100.fusion.unpriced[0]
+
+
+def test_fusions_norm_quant_fusion_drops_the_norm_and_silu_quants() -> None:
+    # enable_fusion: QKV and gate-up after each RMSNorm (160), down after SiluMul (80, width
+    # 28672 / TP); with the all-reduce fusion on as well no quantisation is counted twice.
+    _, _, quant = _card_figures()
+    plain = _b200("fp8", 2, Efficiency())
+    both = _b200("fp8", 2, Efficiency(fusions=Fusions(allreduce=True, norm_quant=True)))
+    removed = 160 * quant[8192] + 80 * quant[12288]  # 14336 is measured as 12288's kernel
+    assert both.fusion.quant_kernels_per_step == 240
+    assert plain.layer_time - both.layer_time == pytest.approx(removed / 1e6)
+
+
+def test_fusions_only_a_card_whose_layer_us_holds_the_quant_prices_a_saving() -> None:
+    fusions = Fusions(allreduce=True, attention=True, norm_quant=True)
+    # bf16 weights have no fp8 quantisation; H100's fp8 entry states no quant kernel; a
+    # given layer_us may hold none: each keeps its layer time and says why.
+    cases = [
+        (_b200("bf16", 2, Efficiency()), _b200("bf16", 2, Efficiency(fusions=fusions))),
+        (
+            _b200("fp8", 2, Efficiency(), "H100-SXM-80GB"),
+            _b200("fp8", 2, Efficiency(fusions=fusions), "H100-SXM-80GB"),
+        ),
+        (
+            _b200("fp8", 2, Efficiency(layer_overhead_us=56.0)),
+            _b200("fp8", 2, Efficiency(layer_overhead_us=56.0, fusions=fusions)),
+        ),
+    ]
+    for plain, fused in cases:
+        assert fused.layer_time == plain.layer_time
+        assert fused.fusion.removed_us_per_step == 0.0
+        assert any("no quantisation saving priced" in line for line in fused.fusion.unpriced)
+    assert "layer_us is given" in cases[2][1].fusion.unpriced[-1]
+    # H100's card measures no fused all-reduce either: the plain one prices it.
+    assert cases[1][1].comm_fixed == cases[1][0].comm_fixed
+    assert any("measures no fused all-reduce" in line for line in cases[1][1].fusion.unpriced)
+    b200 = profiles.provider("llama-3.3-70b", "B200-HGX-180GB").accelerator
+    sources = efficiency_sources(Efficiency(fusions=fusions), b200, 1.0)
+    assert "scale_matrix_perf" in sources["fused_quant_us"]
+    assert "trtllm" in sources["fused_allreduce_us"]
+
+
+def test_fusions_a_benchmark_passes_its_compilation_config_through_the_runtime_args() -> None:
+    # InferenceMAX's B200 runs compile FlashInfer's fused all-reduce and the attention fusion:
+    # Bench.runtime_args carries the serving command's compilation-config to the planner,
+    # which prices it from the card; a dynamic-scale checkpoint (no quantization stated)
+    # gets none of it.
+    config = json.dumps(
+        {"pass_config": {"enable_fi_allreduce_fusion": True, "enable_attn_fusion": True}}
+    )
     point = Bench(
         "llama-3.3-70b",
         "B200-HGX-180GB",
@@ -290,10 +392,16 @@ def test_a_benchmark_that_names_its_all_reduce_kernel_is_priced_with_it() -> Non
         kv="fp8",
         requests=8,
         max_model_len=2048,
+        quantization="modelopt",
     )
-    card = predict(point)["tpot_p50_ms"]
-    fused = predict(replace(point, allreduce_latency_us=5.2))["tpot_p50_ms"]
-    slow = predict(replace(point, allreduce_latency_us=20.0))["tpot_p50_ms"]
-    assert fused < card < slow
-    # 160 all-reduces a step, each (7.1 - 5.2) us shorter.
-    assert card - fused == pytest.approx(160 * 1.9e-3, rel=0.1)
+    plain = predict(point)["tpot_p50_ms"]
+    fused = predict(replace(point, runtime_args=(("compilation-config", config),)))
+    unknown = predict(
+        replace(point, quantization=None, runtime_args=(("compilation-config", config),))
+    )
+    assert fused["tpot_p50_ms"] < plain
+    assert unknown["tpot_p50_ms"] == plain
+    # 160 all-reduces a step each (7.1 - 5.2) us shorter, 159 + 80 quantisations fewer.
+    _, _, quant = _card_figures()
+    saved_ms = (160 * 1.9 + 159 * quant[8192] + 80 * quant[4096]) / 1e3
+    assert plain - fused["tpot_p50_ms"] == pytest.approx(saved_ms, rel=0.1)

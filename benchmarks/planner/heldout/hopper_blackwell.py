@@ -15,11 +15,17 @@ but three readings of the tables were compared against these figures before the 
 (+27 %, +29 %, +13 %), and the TP2 points' all-reduce and shard pricing were revisited after
 they read +19 to +22 % (each change from a kernel table or the run's own configuration, none
 read from these figures), so count the B200 figures as partly informed, not fully held out.
-The serving scripts pass --async-scheduling, replayed as such (``Bench.async_scheduling``).
+The same holds for the compilation fusions the B200 run turns on: their figures (the card's
+fused all-reduce and fp8 quantisation kernel, medians of the kernel table) were written into
+the card before these cases were run again, and nothing was changed after.
+The serving scripts pass --async-scheduling, replayed as such (``Bench.async_scheduling``);
+the B200 script's --compilation-config goes to the planner as the provider's runtime args
+(``Bench.runtime_args``), and the checkpoint's quantisation method as model.quantization.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from benchmarks.planner.cases import Case
@@ -53,18 +59,25 @@ class _Point:
     row: int  # the sample's trailing row number in its id
 
 
-# The B200 script (alone of the three) compiles with FlashInfer's all-reduce fusion
-# ("pass_config": {"enable_fi_allreduce_fusion": true}, custom ops +quant_fp8, +rms_norm): each
-# all-reduce runs as FlashInfer's trtllm_allreduce_fusion kernel with the residual add,
-# RMSNorm and static fp8 quantisation after it (vllm-project/vllm#21069, "Add FlashInfer
-# allreduce RMSNorm Quant fusion"; one-shot up to its size threshold), TensorRT-LLM's
-# all-reduce kernel, not vLLM's custom all-reduce the B200 card measured (7.1 us). Priced at
-# TensorRT-LLM's all-reduce on B200 at TP2: ai-dynamo/aiconfigurator@095f58a5
-# aic-core/src/aiconfigurator_core/systems/data/b200_sxm/comm/trtllm/1.2.0rc5/
-# custom_allreduce_perf.parquet, 8192-131072 bf16 elements (1-16 tokens of 8192): 5.21, 5.11,
-# 5.13, 5.26, 5.32 us. The norm and quantisation it absorbs stay in the card's layer_us (no
-# B200 timing of the fused kernel at these sizes was found), so this errs slow.
-_B200_FUSED_ALLREDUCE_US = 5.2
+# The B200 script (alone of the three) compiles with vLLM's fusion passes: its config.yaml's
+# compilation-config, passed to the planner as the provider's runtime.args, as written there
+# (FUSION_FLAG in benchmarks/70b_fp8_b200_docker.sh). The planner prices what it turns on
+# (registry/planner/runtime_features.py): FlashInfer's all-reduce + RMSNorm + fp8 quantisation
+# at TP2 (the B200 card's collectives.fused_allreduce) and, with the fp8 KV cache, the
+# attention kernel writing fp8; each takes the fp8 quantisation kernels it absorbs out of the
+# card's layer_us (efficiency.fp8.activation_quant).
+_B200_COMPILATION = json.dumps(
+    {
+        "pass_config": {
+            "enable_fi_allreduce_fusion": True,
+            "enable_attn_fusion": True,
+            "enable_noop": True,
+        },
+        "custom_ops": ["+quant_fp8", "+rms_norm"],
+        "cudagraph_mode": "FULL_DECODE_ONLY",
+        "splitting_ops": [],
+    }
+)
 
 
 def _max_model_len(p: _Point) -> int:
@@ -94,7 +107,10 @@ def _bench(p: _Point) -> Bench:
         gpu_memory_utilization=0.9,
         requests=10 * p.clients,  # --num-prompts $(( CONC * 10 ))
         async_scheduling=True,  # every serving script passes --async-scheduling
-        allreduce_latency_us=_B200_FUSED_ALLREDUCE_US if p.gpu == "B200" else None,
+        runtime_args=(("compilation-config", _B200_COMPILATION),) if p.gpu == "B200" else (),
+        # nvidia/Llama-3.3-70B-Instruct-FP8 is a ModelOpt checkpoint: static per-tensor fp8
+        # activation scales (vLLM's ModelOptFp8LinearMethod, act_quant_static=True).
+        quantization="modelopt",
     )
 
 
@@ -178,11 +194,15 @@ CASES: tuple[Case, ...] = tuple(_case(p) for p in _POINTS)
 
 # No case misses beyond target. The B200 TP2 points were +19 to +22 % until the all-reduce
 # was priced from kernel tables (the card's vLLM custom all-reduce, and FlashInfer's fused
-# all-reduce this run compiles, _B200_FUSED_ALLREDUCE_US) and the B200 fp8 card stopped
-# lowering mbu and mfu by TP^-0.1 on top of its per-GEMM fixed time (shards_priced). Still
-# open: the B200 family's signed mean (+9 %, TP1 and TP2 alike), which these cases do not
-# name one by one: the card's fixed time per fp8 GEMM was timed with dynamic per-tensor
-# activation scales (the collector's activation_scheme "dynamic": a max reduction before each
-# quantisation), where this checkpoint's scales are static; no B200 table of that difference
-# was found.
+# all-reduce this run compiles, now the card's collectives.fused_allreduce) and the B200 fp8
+# card stopped lowering mbu and mfu by TP^-0.1 on top of its per-GEMM fixed time
+# (shards_priced). The planner then read the run's compilation-config from the provider's
+# runtime args (the attention fusion at TP1 and TP2, the all-reduce fusion at TP2, each
+# taking the static fp8 quantisation kernels it absorbs out of layer_us): the B200 signed
+# mean went from +8.8 % to +6.1 %. Still open, and not named case by case: the rest of that
+# mean. The card's fixed time per fp8 GEMM was timed with dynamic per-tensor activation
+# scales (the collector's activation_scheme "dynamic": a max reduction before each
+# quantisation), where this checkpoint's scales are static, so even the GEMMs whose
+# quantisation is not fused carry the reduction; and the fused kernels also absorb the
+# RMSNorm, whose B200 time is not measured apart. No B200 table prices either.
 READINGS: dict[str, str] = {}

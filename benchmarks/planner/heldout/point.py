@@ -13,6 +13,7 @@ from typing import Any
 
 from benchmarks.planner import profiles
 from registry.planner.model_shape import resolve_model
+from registry.planner.runtime_features import compilation_fusions
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
 from registry.records.provider import DType, ProviderProfile
@@ -53,10 +54,13 @@ class Bench:
     # vLLM's --async-scheduling (off by default in the releases the held-out runs used):
     # the engine's CPU time per step overlaps the GPU step (registry/planner/step_time.py).
     async_scheduling: bool = False
-    # One all-reduce's fixed time (us) when the run's configuration names an all-reduce
-    # kernel other than the one the accelerator card measured (e.g. FlashInfer's fused
-    # all-reduce + RMSNorm + quantisation); None: the card's (or the interconnect default).
-    allreduce_latency_us: float | None = None
+    # The serving command's other flags, as the provider profile's runtime.args holds them
+    # (e.g. ("compilation-config", '{"pass_config": ...}')): the planner reads what they
+    # change (registry/planner/runtime_features.py), as it does for any provider.
+    runtime_args: tuple[tuple[str, str], ...] = ()
+    # The checkpoint's quantisation method as vLLM names it (model.quantization), e.g.
+    # "modelopt" for NVIDIA's fp8 checkpoints with static activation scales.
+    quantization: str | None = None
 
 
 def length_distribution(length: int, ratio: float) -> dict[str, Any]:
@@ -77,6 +81,9 @@ def _provider(b: Bench) -> ProviderProfile:
     data = prov.model_dump(mode="json")
     data["model"]["weights_dtype"] = DType(b.weights).value
     data["model"]["kv_dtype"] = DType(b.kv).value
+    if b.quantization is not None:
+        data["model"]["quantization"] = b.quantization
+    data["runtime"]["args"] = {**data["runtime"].get("args", {}), **dict(b.runtime_args)}
     return ProviderProfile.model_validate(data)
 
 
@@ -109,7 +116,8 @@ def predict(b: Bench) -> dict[str, float]:
         prov,
         resolve_model(prov),
         Efficiency(
-            async_scheduling=b.async_scheduling, allreduce_latency_us=b.allreduce_latency_us
+            async_scheduling=b.async_scheduling,
+            fusions=compilation_fusions(prov.runtime, prov.model).fusions,
         ),
         seed=0,
         requests=b.requests,
