@@ -121,8 +121,11 @@ def _previous_decision(
     last = GateRepository(session).last_decision(plan_name)
     if last is None:
         return None
-    decision_id, stored_input = last
-    stored = json.loads(stored_input or "{}").get("recomputation", {}).get("calibration")
+    decision_id, calibration = last
+    try:
+        stored = json.loads(calibration) if calibration is not None else None
+    except ValueError:
+        stored = None  # a string where an object belongs: not a calibration
     if not isinstance(stored, dict):
         return decision_id, None  # decided before calibration was part of the input, or an error
     try:
