@@ -191,3 +191,27 @@ def test_the_gate_validates_the_input_it_built_for_range_only(engine: EmbeddedEn
     with pytest.raises(InvalidInput) as beyond:
         engine.decide(BuiltInput({"plan": {"total_replicas": 1e13}}))
     assert beyond.value.problems[0].loc == "plan.total_replicas"
+
+
+def test_a_new_decision_edited_before_this_process_verified_it_is_a_quarantine(
+    registered: Database, engine: EmbeddedEngine
+) -> None:
+    """Another process's decision, edited in SQL between its write and this process's
+    next check, is found by this check's verification of the rows added since (on
+    PostgreSQL the database hashes the stored input: IntegrityRepository.decisions_named)."""
+    gate(registered, engine)  # this process's baseline
+    other = Database(registered.url)  # another process: its own guard and ledger
+    try:
+        written = gate(other, engine)
+    finally:
+        other.engine.dispose()
+    sql(
+        registered,
+        "UPDATE decisions SET input = replace(input, '\"peak_rps\"', '\"peak_rps_\"') "
+        "WHERE id = :d",
+        d=written.id,
+    )
+    with pytest.raises(Tampered) as caught:
+        gate(registered, engine)
+    assert written.id in caught.value.message
+    assert "quarantined" in caught.value.message
