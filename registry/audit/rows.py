@@ -108,9 +108,7 @@ def decision_fields(row: Any) -> dict[str, Any]:
         "engine": row.engine,
         "bundle_revision": row.bundle_revision,
         "input_digest": row.input_digest,
-        # A row read for the integrity check may carry its input's digest, computed by
-        # the database, instead of the input (IntegrityRepository.decisions_named).
-        "input_sha256": row.input_sha256 if hasattr(row, "input_sha256") else _sha(row.input),
+        "input_sha256": _sha(row.input),
         "violations_sha256": _sha(row.violations),
         "waivers_sha256": _sha(row.waivers),
         "warnings_sha256": _sha(row.warnings),

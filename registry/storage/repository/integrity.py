@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import and_, func, literal, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from registry.storage.models import (
@@ -122,28 +122,17 @@ class IntegrityRepository:
             out.setdefault(record_id, []).append(digest)
         return out
 
-    def decisions_named(self, ids: Iterable[str]) -> list[tuple[Any, str | None]]:
-        """Decision rows (every column, as attributes) with the name of the plan record
-        each is filed under (None when that record is gone), one statement a chunk.
-
-        On PostgreSQL the database hashes each decision's input (``input_sha256``, what
-        registry.audit.rows.decision_fields records) instead of sending it: the 7 KB of
-        every new decision is read by each process's integrity check, a tenth of a gate
-        check's CPU. SQLite has no sha256; there the input is read and hashed here."""
-        table = DecisionRow.__table__
-        hashed = self.session.get_bind().dialect.name == "postgresql"
-        columns: list[Any] = [c for c in table.columns if not (hashed and c.name == "input")]
-        if hashed:
-            digest = func.encode(func.sha256(func.convert_to(table.c.input, "UTF8")), "hex")
-            columns.append((literal("sha256:") + digest).label("input_sha256"))
-        out: list[tuple[Any, str | None]] = []
+    def decisions_named(self, ids: Iterable[str]) -> list[tuple[DecisionRow, str | None]]:
+        """Decision rows with the name of the plan record each is filed under (None when
+        that record is gone), one statement a chunk instead of two."""
+        out: list[tuple[DecisionRow, str | None]] = []
         for chunk in chunks(ids):
             rows = self.session.execute(
-                select(*columns, RecordRow.name.label("filed_under"))
-                .outerjoin(RecordRow, RecordRow.id == table.c.plan_record_id)
-                .where(table.c.id.in_(chunk))
+                select(DecisionRow, RecordRow.name)
+                .outerjoin(RecordRow, RecordRow.id == DecisionRow.plan_record_id)
+                .where(DecisionRow.id.in_(chunk))
             )
-            out += [(row, row.filed_under) for row in rows]
+            out += [(row, name) for row, name in rows]
         return out
 
     def rows(
