@@ -252,13 +252,23 @@ class Database:
             raise Unavailable(f"{what} ({self._where()}): {cause}") from None
 
     @contextmanager
-    def reading(self) -> Iterator[Session]:
-        """A read-only session; whatever it did is rolled back. Takes no write lock."""
+    def reading(self, *, snapshot: bool = False) -> Iterator[Session]:
+        """A read-only session; whatever it did is rolled back. Takes no write lock.
+
+        `snapshot`: every statement reads one snapshot (PostgreSQL's REPEATABLE READ,
+        set with the BEGIN rather than by a statement of its own; SQLite's reads hold
+        the database already)."""
         self.ensure_schema()
+        level = (
+            {"isolation_level": "REPEATABLE READ"}
+            if snapshot and self.engine.dialect.name == "postgresql"
+            else None
+        )
         with self._unavailable_guard():
             session = self._read_sessions()
             try:
-                session.connection()  # open it now: a file that turned read-only shows here
+                # Open it now: a file that turned read-only shows here.
+                session.connection(execution_options=level)
             except BaseException as exc:
                 session.close()
                 if not isinstance(exc, OperationalError) or not self._reopen_if_turned_read_only():

@@ -54,7 +54,6 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from registry.audit.acknowledgements import acknowledged_keys, unacknowledged
@@ -117,13 +116,6 @@ class _Acknowledged:
         return unacknowledged(problems, self._keys)
 
 
-def _repeatable_read(session: Session) -> None:
-    """One snapshot for the walk and the fingerprints (else a write committing between
-    them would show rows whose events were not walked). Before the session's first query."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
-
-
 class Guard:
     """One Database's ledger, advanced incrementally by the gate (module text).
 
@@ -183,8 +175,9 @@ class Guard:
         or some event or row verified earlier changed: then the whole chain or every
         row is checked again, to name it. A sweep that failed is due again at once.
         `sweep=False`: not this time (a batch of checks sweeps once, at its start)."""
-        with self._lock, database.reading() as session:
-            _repeatable_read(session)
+        # One snapshot for the walk and the fingerprints (else a write committing between
+        # them would show rows whose events were not walked).
+        with self._lock, database.reading(snapshot=True) as session:
             self._registry(session, _Acknowledged(session), sweep=sweep)
 
     def check_decision(
@@ -198,8 +191,7 @@ class Guard:
         read them), in one snapshot and one walk of the chain. A sweep that passed in
         this snapshot has verified every row of every covered table, the decision's
         among them: its rows are then not read again (14 statements a check saved)."""
-        with self._lock, database.reading() as session:
-            _repeatable_read(session)
+        with self._lock, database.reading(snapshot=True) as session:
             acknowledged = _Acknowledged(session)
             ledger, swept = self._registry(session, acknowledged, sweep=sweep)
             if swept:
