@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from registry.audit import rows as R
 from registry.gate.context import LoadedPlan, PlanContext
+from registry.policy.releases import ReleaseInForce
 from registry.sizing.service import Sized, calibration_key, read_loaded_plan
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.models import AuditEventRow
@@ -49,6 +50,13 @@ class Entry:
     loaded: LoadedPlan
     sized: Sized
     seq: int  # the last event of the snapshot the context was read in
+    # The policy release in force read in the same snapshot, by (engine revision, pinned
+    # release): the release tables are among CONTEXT_TABLES, so an approval or a new
+    # release after `seq` invalidates it with the rest of the entry.
+    releases: tuple[tuple[tuple[str, str | None], ReleaseInForce], ...] = ()
+
+    def release(self, revision: str, pinned: str | None) -> ReleaseInForce | None:
+        return next((found for key, found in self.releases if key == (revision, pinned)), None)
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,11 @@ class PlanContexts:
         loaded, sized = read_loaded_plan(session, plan_ref=plan_ref, now=now, limits=limits)
         fill = Entry(loaded=loaded, sized=sized, seq=seq) if sized is not None else None
         return Read(loaded.context, sized, fill, cached=False)
+
+    def entry(self, plan_ref: str, limits: StalenessThresholds) -> Entry | None:
+        """The entry kept for the plan (None: none), as `read` would find it."""
+        with self._lock:
+            return self._entries.get((plan_ref, limits.model_dump_json()))
 
     def keep(self, plan_ref: str, limits: StalenessThresholds, entry: Entry) -> None:
         with self._lock:

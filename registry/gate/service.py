@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -240,13 +241,21 @@ def check(
         enforce_saved_checkpoint(session)  # a cut tail or a rewrite behind a saved head
         try:
             # A bundle other than the approved release decides nothing (its rows are
-            # verified with the decision's other feeds below).
-            in_force = release_for_decision(
+            # verified with the decision's other feeds below). The release read with a
+            # cached context holds as long as the context does (context_cache.Entry).
+            kept = contexts.entry(plan_ref, limits) if reuse_context else None
+            cached = kept.release(engine.revision, policy_release) if kept else None
+            in_force = cached or release_for_decision(
                 session, engine_revision=engine.revision, pinned=policy_release
             )
             if reuse_context:
                 read = contexts.read(session, plan_ref=plan_ref, now=moment, limits=limits)
                 context, sized = read.context, read.sized
+                if cached is not None and read.entry is not kept:
+                    # Not the entry the release came from: read it in this snapshot.
+                    in_force = release_for_decision(
+                        session, engine_revision=engine.revision, pinned=policy_release
+                    )
             else:
                 context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
             last = _previous_decision(session, context.plan.name) if sized else None
@@ -296,7 +305,8 @@ def check(
                 sweep=sweep,
             )
         if entry is not None and not read.cached and not changed:
-            contexts.keep(plan_ref, limits, entry)
+            kept_release = ((engine.revision, policy_release), in_force)
+            contexts.keep(plan_ref, limits, replace(entry, releases=(kept_release,)))
     context = sized.context
     previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}

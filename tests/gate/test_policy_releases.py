@@ -248,3 +248,26 @@ def test_fail_a_registry_that_requires_a_release_decides_nothing_before_one(
     _submit(registered, load_bundle())
     _approve(registered, "policies@v1", engine)
     assert _gate(registered, engine, at=NOW + timedelta(minutes=1)).policy_release == "policies@v1"
+
+
+def test_success_a_release_approved_after_a_cached_check_is_the_next_checks(
+    registered: Database,  # noqa: F811
+) -> None:
+    """The release in force is kept with the plan's cached context (one statement less a
+    check); a release submitted or approved after it is seen by the next check in the
+    same process, pinned or not."""
+    engine = EmbeddedEngine()
+    for minute in (1, 2):  # the second check takes its context and release from the cache
+        assert _gate(registered, engine, at=NOW + timedelta(minutes=minute)).policy_release is None
+    _submit(registered, load_bundle())
+    before = _decisions(registered)
+    with pytest.raises(PolicyReleaseError, match="the release in force is none"):
+        _gate(registered, engine, at=NOW + timedelta(minutes=3), pin="policies@v1")
+    assert _decisions(registered) == before
+    _approve(registered, "policies@v1", engine)
+    for minute in (4, 5):
+        assert _gate(registered, engine, at=NOW + timedelta(minutes=minute)).policy_release == (
+            "policies@v1"
+        )
+    pinned = _gate(registered, engine, at=NOW + timedelta(minutes=6), pin="policies@v1")
+    assert pinned.policy_release == "policies@v1"
