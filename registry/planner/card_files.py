@@ -106,8 +106,23 @@ class ActivationQuantEntry(BaseModel):
         description="True when layer_us holds one such kernel (or a slower dynamic one) per "
         "GEMM: the fp8 linear was timed with its input quantisation inside."
     )
+    dynamic_scale_us: dict[Count, Positive] | None = Field(
+        default=None,
+        description="When the GEMMs layer_us comes from computed their input's scale per "
+        "call (dynamic activation quantisation): what that computation adds to the static "
+        "kernel, in us by the activation's width, at 1-16 tokens. A checkpoint with static "
+        "scales does not pay it. Needs in_layer_us.",
+    )
     measured: bool = Field(description="Read from measurements (true) or assumed (false).")
     source: Source = Field(description="The measurements (or the assumption) and where.")
+
+    @model_validator(mode="after")
+    def _scales_inside(self) -> ActivationQuantEntry:
+        if self.dynamic_scale_us is not None and not self.in_layer_us:
+            raise ValueError(
+                "dynamic_scale_us: says what layer_us holds, so in_layer_us must be true"
+            )
+        return self
 
 
 class EfficiencyEntry(BaseModel):

@@ -101,23 +101,32 @@ def card_fused_allreduce(accelerator: str) -> tuple[float, str] | None:
     return fused.latency_us, fused.source
 
 
+def _measured_at(table: tuple[tuple[int, float], ...], width: int) -> float:
+    """The time at the largest measured width not above ``width`` (the smallest measured
+    one below it): work on a wider activation is no faster, so this never prices more
+    than a measurement shows."""
+    chosen = table[0][1]
+    for measured, us in table:
+        if measured <= width:
+            chosen = us
+    return chosen
+
+
 @dataclass(frozen=True)
 class ActivationQuantTime:
     """One static fp8 activation quantisation kernel's time at decode batches, by the
-    width (K) of the activation it quantises, as the card measured it."""
+    width (K) of the activation it quantises, as the card measured it; and, when the
+    card's GEMMs computed their scales per call, what that computation adds."""
 
     kernel_us: tuple[tuple[int, float], ...]  # (width, us), widths ascending
     source: str
+    dynamic_scale_us: tuple[tuple[int, float], ...] = ()  # (width, us), widths ascending
 
     def at(self, width: int) -> float:
-        """The time at the largest measured width not above ``width`` (the smallest
-        measured one below it): a kernel on a wider activation is no faster, so this never
-        prices more than a measurement shows."""
-        chosen = self.kernel_us[0][1]
-        for measured, us in self.kernel_us:
-            if measured <= width:
-                chosen = us
-        return chosen
+        return _measured_at(self.kernel_us, width)
+
+    def scale_at(self, width: int) -> float:
+        return _measured_at(self.dynamic_scale_us, width) if self.dynamic_scale_us else 0.0
 
 
 def card_activation_quant(accelerator: str, weight_bytes: float) -> ActivationQuantTime | None:
@@ -129,7 +138,8 @@ def card_activation_quant(accelerator: str, weight_bytes: float) -> ActivationQu
     quant = entry.activation_quant if entry is not None else None
     if quant is None or not quant.in_layer_us:
         return None
-    return ActivationQuantTime(tuple(sorted(quant.kernel_us.items())), quant.source)
+    scales = tuple(sorted((quant.dynamic_scale_us or {}).items()))
+    return ActivationQuantTime(tuple(sorted(quant.kernel_us.items())), quant.source, scales)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from registry.planner.runtime_features import (
     async_scheduling,
     compilation_fusions,
     fusion_findings,
+    static_fp8_activations,
 )
 from registry.planner.scenarios import (
     context_moments,
@@ -121,7 +122,11 @@ def recompute(
     scheduling = async_scheduling(provider.runtime)
     # --compilation-config's fusions fold the fp8 quantisations into the kernels before them.
     compiled = compilation_fusions(provider.runtime, provider.model)
-    base = Efficiency(async_scheduling=scheduling.enabled, fusions=compiled.fusions)
+    base = Efficiency(
+        async_scheduling=scheduling.enabled,
+        fusions=compiled.fusions,
+        static_fp8_scales=static_fp8_activations(provider.model),
+    )
     if items:
         report.report("calibrating")
     efficiency, calibration = calibrate(

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from registry.errors import FieldProblem, InvalidInput
+from registry.planner.quant_pricing import Fusions
 from registry.planner.runtime_version import release
-from registry.planner.step_time import Fusions, StepModel
+from registry.planner.step_time import StepModel
 from registry.records.provider import DType, ModelSpec, RuntimeSpec
 
 # vLLM v0.14.0's release notes, "Breaking Changes": async scheduling is enabled by default
@@ -244,11 +245,12 @@ def fusion_findings(features: CompilationFeatures, step: StepModel) -> list[str]
     pricing = step.fusion
     notes.extend(f"compilation fusion priced: {line}" for line in pricing.priced)
     notes.extend(f"compilation fusion not priced: {line}" for line in pricing.unpriced)
-    if pricing.removed_us_per_step:
+    fused_us = pricing.removed_us_per_step - pricing.scale_us
+    if fused_us > 0:
         notes.append(
-            f"compilation fusions take {pricing.removed_us_per_step:.0f} us of quantisation "
-            "kernels out of every step"
+            f"compilation fusions take {fused_us:.0f} us of quantisation kernels out of every step"
         )
+    notes.extend(pricing.scales)
     if pricing.allreduce_us is not None:
         notes.append(
             "vLLM runs the unfused all-reduce above FlashInfer's size threshold (a step of "

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from registry.planner.catalog import find_accelerator, find_model
+from registry.planner.catalog import find_model
 from registry.planner.efficiency import (
     card_activation_quant,
     card_allreduce_latency,
@@ -40,6 +40,7 @@ from registry.planner.efficiency import (
 )
 from registry.planner.kv_layout import kv_bytes_per_token
 from registry.planner.model_shape import ModelShape
+from registry.planner.quant_pricing import Fusions, fusion_pricing
 from registry.records.provider import AcceleratorSpec, DType, InterconnectKind
 
 # Where the fixed costs come from; the fractions' sources depend on the accelerator
@@ -65,41 +66,6 @@ ASYNC_SCHEDULING = (
     "sequence_overhead_ms) is hidden behind the GPU step; off by default up to vLLM 0.11 "
     "(SchedulerConfig.async_scheduling = False), on by default later (vllm-project/vllm#27614)"
 )
-
-
-@dataclass(frozen=True)
-class Fusions:
-    """vLLM compilation passes in force that fold a static fp8 activation quantisation into
-    the kernel before it (registry/planner/runtime_features.py decides which apply):
-
-    - ``allreduce``: FlashInfer's all-reduce + residual add + RMSNorm + fp8 quantisation in
-      one kernel (``pass_config.enable_fi_allreduce_fusion``, vllm-project/vllm#21069); only
-      at TP > 1, where it replaces the all-reduce before the QKV and gate-up GEMMs;
-    - ``attention``: the attention kernel writes fp8 (``enable_attn_fusion``): the
-      O-projection's input quantisation goes;
-    - ``norm_quant``: RMSNorm + quantisation and SiluMul + quantisation
-      (``enable_fusion``): the QKV, gate-up and down inputs' quantisations go.
-    """
-
-    allreduce: bool = False
-    attention: bool = False
-    norm_quant: bool = False
-
-    def __bool__(self) -> bool:
-        return self.allreduce or self.attention or self.norm_quant
-
-
-@dataclass(frozen=True)
-class FusionPricing:
-    """What the fusions in force change in one replica's step, for the recomputation to say:
-    the quantisation kernels taken out of the per-layer time, the fused all-reduce's latency,
-    and each fusion on but not priced, with the reason."""
-
-    removed_us_per_step: float = 0.0
-    quant_kernels_per_step: int = 0
-    allreduce_us: float | None = None
-    priced: tuple[str, ...] = ()
-    unpriced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,7 +109,10 @@ class Efficiency:
     # vLLM compilation fusions in force (the provider's --compilation-config): they take
     # the fused quantisation kernels out of the card's layer_us, and price each all-reduce
     # at the fused kernel's latency, where the card measures both (fusion_pricing).
-    fusions: Fusions = Fusions()
+    fusions: Fusions = Fusions()  # noqa: RUF009 (frozen: one shared instance is safe)
+    # The checkpoint quantises the GEMMs' inputs with static scales (runtime_features.
+    # static_fp8_activations): the card's scale computation leaves layer_us (quant_pricing).
+    static_fp8_scales: bool = False
 
     def with_fractions(self, mbu: float, mfu: float) -> Efficiency:
         return replace(self, mbu=mbu, mfu=mfu)
@@ -173,125 +142,6 @@ def allreduce_latency(efficiency: Efficiency, accel: AcceleratorSpec) -> tuple[f
     if accel.interconnect.kind is InterconnectKind.pcie:
         return efficiency.allreduce_latency_us_pcie, None
     return efficiency.allreduce_latency_us_nvlink, None
-
-
-# vLLM 0.10.2's attention fusion needs an attention backend that can write fp8 output
-# (AttentionImpl.fused_output_quant_supported). On CUDA only two can: FlashInfer's, when
-# TensorRT-LLM attention is available (supports_trtllm_attention in vllm/utils/flashinfer.py:
-# compute capability 10.0 only) and the KV cache is fp8 (vllm/v1/attention/backends/
-# flashinfer.py), and Triton's, which vLLM picks only when asked (VLLM_ATTENTION_BACKEND).
-# vLLM's default backend on compute capability 10.0 is FlashInfer (vllm/platforms/cuda.py,
-# "Prefer FlashInfer for Blackwell GPUs"); on Hopper and older it is FlashAttention, which
-# cannot. Read in the vllm 0.10.2 wheel's source. So the fusion applies on these families.
-ATTN_FUSION_FAMILIES = ("B200", "GB200")
-
-
-def _quant_widths(fusions: Fusions, shape: ModelShape, tp: int) -> dict[str, list[int]]:
-    """The GEMM inputs whose quantisation each fusion folds away in one step, as their
-    widths (K), for a dense Llama-style layer: QKV and gate-up read the hidden state after an
-    RMSNorm (after an all-reduce at TP > 1, except the first layer's QKV, which follows the
-    embedding), O reads the attention output, down reads SiluMul's."""
-    layers, hidden = shape.layers, shape.hidden_size
-    out: dict[str, list[int]] = {}
-    allreduce = fusions.allreduce and tp > 1
-    if fusions.norm_quant:
-        out["norm_quant"] = [hidden] * (2 * layers) + [shape.intermediate_size // tp] * layers
-    elif allreduce:
-        out["allreduce"] = [hidden] * (2 * layers - 1)
-    if fusions.attention:
-        out["attention"] = [shape.attention_heads * shape.attn_v_dim // tp] * layers
-    return out
-
-
-_FUSION_NAMES = {
-    "allreduce": "FlashInfer all-reduce + RMSNorm + fp8 quantisation fusion "
-    "(enable_fi_allreduce_fusion)",
-    "attention": "attention + fp8 output quantisation fusion (enable_attn_fusion)",
-    "norm_quant": "RMSNorm/SiluMul + fp8 quantisation fusion (enable_fusion)",
-}
-
-
-def fusion_pricing(
-    efficiency: Efficiency, accel: AcceleratorSpec, shape: ModelShape, tp: int
-) -> FusionPricing:
-    """What the fusions in force take out of a step on this accelerator: the quantisation
-    kernels the card's layer_us holds (only when the card says it holds them) and, at
-    TP > 1, the all-reduce priced at the card's fused kernel. A fusion whose saving no
-    measurement prices is listed in ``unpriced``."""
-    fusions = efficiency.fusions
-    if not fusions:
-        return FusionPricing()
-    priced: list[str] = []
-    unpriced: list[str] = []
-    allreduce_us: float | None = None
-    if fusions.allreduce and tp == 1:
-        unpriced.append(f"{_FUSION_NAMES['allreduce']}: on, but TP1 has no all-reduce to fuse")
-    elif fusions.allreduce:
-        fused = card_fused_allreduce(accel.name)
-        if efficiency.allreduce_latency_us is not None:
-            unpriced.append(
-                f"{_FUSION_NAMES['allreduce']}: the all-reduce latency is given "
-                f"({efficiency.allreduce_latency_us:g} us) and prices it"
-            )
-        elif fused is None:
-            unpriced.append(
-                f"{_FUSION_NAMES['allreduce']}: the accelerator card measures no fused "
-                "all-reduce (collectives.fused_allreduce): each all-reduce is priced as the "
-                "plain one"
-            )
-        else:
-            allreduce_us = fused[0]
-            priced.append(f"{_FUSION_NAMES['allreduce']}: each all-reduce {fused[0]:g} us")
-    card = find_accelerator(accel.name)
-    family = card.family if card is not None else accel.name
-    if fusions.attention and family not in ATTN_FUSION_FAMILIES:
-        unpriced.append(
-            f"{_FUSION_NAMES['attention']}: not applied on {family}: vLLM's default attention "
-            "backend there cannot write fp8 output (FlashInfer with TensorRT-LLM attention "
-            "on compute capability 10.0 only)"
-        )
-        fusions = replace(fusions, attention=False)
-    widths = _quant_widths(fusions, shape, tp)
-    if not widths:
-        return FusionPricing(
-            allreduce_us=allreduce_us, priced=tuple(priced), unpriced=tuple(unpriced)
-        )
-    quant = card_activation_quant(accel.name, shape.weight_bytes)
-    why_not = None
-    if efficiency.layer_overhead_us is not None:
-        why_not = "layer_us is given, not the card's, so it may hold no quantisation kernel"
-    elif quant is None:
-        why_not = (
-            "the accelerator card's entry for this dtype states no quantisation kernel inside "
-            "layer_us (efficiency.<dtype>.activation_quant)"
-        )
-    elif shape.num_experts > 1 or shape.kv_lora_rank:
-        why_not = "the quantisations are priced for dense, grouped-query attention layers only"
-    if why_not is not None or quant is None:
-        unpriced.extend(
-            f"{_FUSION_NAMES[k]}: no quantisation saving priced: {why_not}" for k in widths
-        )
-        return FusionPricing(
-            allreduce_us=allreduce_us, priced=tuple(priced), unpriced=tuple(unpriced)
-        )
-    removed = 0.0
-    kernels = 0
-    for key, ws in widths.items():
-        us = sum(quant.at(w) for w in ws)
-        removed += us
-        kernels += len(ws)
-        per = sorted({w for w in ws})
-        priced.append(
-            f"{_FUSION_NAMES[key]}: {len(ws)} fp8 input quantisations per step leave layer_us "
-            f"({us / len(ws):.2f} us each at width {', '.join(str(w) for w in per)})"
-        )
-    return FusionPricing(
-        removed_us_per_step=removed,
-        quant_kernels_per_step=kernels,
-        allreduce_us=allreduce_us,
-        priced=tuple(priced),
-        unpriced=tuple(unpriced),
-    )
 
 
 def efficiency_sources(

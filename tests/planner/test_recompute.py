@@ -278,3 +278,21 @@ def test_fail_a_compilation_config_that_is_not_json_is_refused_naming_the_field(
     (problem,) = caught.value.problems
     assert problem.loc == "runtime.args.compilation-config"
     assert problem.message.startswith("is not JSON")
+
+
+def test_success_static_scales_are_priced_and_said_with_or_without_fusions() -> None:
+    # The same B200 provider with the ModelOpt checkpoint (static scales) against a
+    # checkpoint stating no quantisation method (scales computed per call, as the card's
+    # GEMMs were timed): the first saves the card's scale computation in every layer and
+    # says so; the second says nothing and is slower.
+    plan, wl, prov, _ = _load()
+    static = recompute(plan, wl, _on_b200_fp8(prov, {}), seed=0)
+    data = _on_b200_fp8(prov, {}).model_dump(mode="json")
+    data["model"]["quantization"] = None
+    dynamic = recompute(plan, wl, ProviderProfile.model_validate(data), seed=0)
+    said = [f for f in static.findings if f.startswith("static fp8 activation scales")]
+    assert len(said) == 1 and "us of scale computation per step leave it" in said[0]
+    assert not any(f.startswith("static fp8 activation scales") for f in dynamic.findings)
+    fast = static.scenarios["peak"].per_class["interactive"].tpot_p50_ms
+    slow = dynamic.scenarios["peak"].per_class["interactive"].tpot_p50_ms
+    assert fast is not None and slow is not None and fast < slow

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from registry.errors import InvalidInput
+from registry.planner.quant_pricing import Fusions
 from registry.planner.runtime_features import async_scheduling, compilation_fusions
-from registry.planner.step_time import Fusions
 from registry.records.provider import ModelSpec, RuntimeSpec
 from tests.factories import example_path
 from tests.planner.sizing_cli import size_with_provider

@@ -16,9 +16,9 @@ from benchmarks.planner.heldout.point import Bench, _provider, predict
 from registry.planner.catalog import find_accelerator
 from registry.planner.efficiency import FALLBACK, kernel_efficiency
 from registry.planner.model_shape import resolve_model
+from registry.planner.quant_pricing import Fusions
 from registry.planner.step_time import (
     Efficiency,
-    Fusions,
     StepModel,
     efficiency_sources,
     lines_sum,
@@ -377,7 +377,7 @@ def test_fusions_a_benchmark_passes_its_compilation_config_through_the_runtime_a
     # InferenceMAX's B200 runs compile FlashInfer's fused all-reduce and the attention fusion:
     # Bench.runtime_args carries the serving command's compilation-config to the planner,
     # which prices it from the card; a dynamic-scale checkpoint (no quantization stated)
-    # gets none of it.
+    # gets none of it (nor the static scales' saving).
     config = json.dumps(
         {"pass_config": {"enable_fi_allreduce_fusion": True, "enable_attn_fusion": True}}
     )
@@ -400,8 +400,31 @@ def test_fusions_a_benchmark_passes_its_compilation_config_through_the_runtime_a
         replace(point, quantization=None, runtime_args=(("compilation-config", config),))
     )
     assert fused["tpot_p50_ms"] < plain
-    assert unknown["tpot_p50_ms"] == plain
+    assert unknown["tpot_p50_ms"] == predict(replace(point, quantization=None))["tpot_p50_ms"]
     # 160 all-reduces a step each (7.1 - 5.2) us shorter, 159 + 80 quantisations fewer.
     _, _, quant = _card_figures()
     saved_ms = (160 * 1.9 + 159 * quant[8192] + 80 * quant[4096]) / 1e3
     assert plain - fused["tpot_p50_ms"] == pytest.approx(saved_ms, rel=0.1)
+
+
+def test_static_scales_leave_the_cards_scale_computation_out_of_every_gemm() -> None:
+    """A checkpoint with static activation scales (ModelOpt fp8) does not compute a scale
+    per call, which the B200 card's GEMM timings did: per layer, the card's
+    dynamic_scale_us at each of the four GEMMs' input widths leaves layer_us; H100's fp8
+    entry states none, so nothing moves there."""
+    accel = find_accelerator("b200")
+    assert accel is not None
+    quant = accel.efficiency["fp8"].activation_quant
+    assert quant is not None and quant.dynamic_scale_us is not None
+    scale = dict(quant.dynamic_scale_us)
+    for tp, widths in ((1, (8192, 8192, 8192, 16384)), (2, (8192, 4096, 8192, 12288))):
+        dynamic = _b200("fp8", tp, Efficiency())
+        static = _b200("fp8", tp, Efficiency(static_fp8_scales=True))
+        per_layer = sum(scale[w] for w in widths)  # down: 28672 / tp, the width measured below
+        assert dynamic.layer_time - static.layer_time == pytest.approx(80 * per_layer / 1e6)
+        assert static.fusion.scales and "scale computation" in static.fusion.scales[0]
+    h100 = _b200("fp8", 2, Efficiency(static_fp8_scales=True), "H100-SXM-80GB")
+    assert h100.layer_time == _b200("fp8", 2, Efficiency(), "H100-SXM-80GB").layer_time
+    given = _b200("fp8", 2, Efficiency(static_fp8_scales=True, layer_overhead_us=30.0))
+    assert given.layer_time == _b200("fp8", 2, Efficiency(layer_overhead_us=30.0)).layer_time
+    assert "layer_us is given" in given.fusion.scales[0]

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchmarks.planner import profiles
 from registry.planner.model_shape import resolve_model
-from registry.planner.runtime_features import compilation_fusions
+from registry.planner.runtime_features import compilation_fusions, static_fp8_activations
 from registry.planner.search import Evaluator
 from registry.planner.step_time import Efficiency
 from registry.records.provider import DType, ProviderProfile
@@ -118,6 +118,7 @@ def predict(b: Bench) -> dict[str, float]:
         Efficiency(
             async_scheduling=b.async_scheduling,
             fusions=compilation_fusions(prov.runtime, prov.model).fusions,
+            static_fp8_scales=static_fp8_activations(prov.model),
         ),
         seed=0,
         requests=b.requests,
