@@ -242,21 +242,24 @@ def check(
         try:
             # A bundle other than the approved release decides nothing (its rows are
             # verified with the decision's other feeds below). The release read with a
-            # cached context holds as long as the context does (context_cache.Entry).
-            kept = contexts.entry(plan_ref, limits) if reuse_context else None
-            cached = kept.release(engine.revision, policy_release) if kept else None
-            in_force = cached or release_for_decision(
-                session, engine_revision=engine.revision, pinned=policy_release
-            )
+            # cached context holds as long as the context does (context_cache.Entry); on
+            # a miss it is read after the context, whose entry's `seq` was read first: a
+            # release committed in between is then after `seq`, and invalidates both.
             if reuse_context:
+                kept = contexts.entry(plan_ref, limits)
+                cached = kept.release(engine.revision, policy_release) if kept else None
                 read = contexts.read(session, plan_ref=plan_ref, now=moment, limits=limits)
                 context, sized = read.context, read.sized
-                if cached is not None and read.entry is not kept:
-                    # Not the entry the release came from: read it in this snapshot.
+                if cached is not None and read.entry is kept:
+                    in_force = cached
+                else:
                     in_force = release_for_decision(
                         session, engine_revision=engine.revision, pinned=policy_release
                     )
             else:
+                in_force = release_for_decision(
+                    session, engine_revision=engine.revision, pinned=policy_release
+                )
                 context, sized = read_plan(session, plan_ref=plan_ref, now=moment, limits=limits)
             last = _previous_decision(session, context.plan.name) if sized else None
         except Exception as exc:

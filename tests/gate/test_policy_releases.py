@@ -13,12 +13,19 @@ from sqlalchemy import func, select, update
 
 from registry.audit.service import verify
 from registry.errors import Conflict, Forbidden, InvalidInput, NotFound
+from registry.gate.context_cache import contexts_for
 from registry.gate.release_approval import approve_and_recheck
 from registry.gate.service import check
 from registry.gate.views import Outcome
 from registry.policy.bundle import PolicyBundle, load_bundle
 from registry.policy.embedded import EmbeddedEngine
-from registry.policy.releases import PolicyReleaseError, bundle_from_files, list_releases, submit
+from registry.policy.releases import (
+    PolicyReleaseError,
+    approve,
+    bundle_from_files,
+    list_releases,
+    submit,
+)
 from registry.staleness.rules import StalenessThresholds
 from registry.storage.database import Database
 from registry.storage.models import AuditEventRow, DecisionRow, PolicyReleaseRow
@@ -271,3 +278,45 @@ def test_success_a_release_approved_after_a_cached_check_is_the_next_checks(
         )
     pinned = _gate(registered, engine, at=NOW + timedelta(minutes=6), pin="policies@v1")
     assert pinned.policy_release == "policies@v1"
+
+
+def test_edge_a_release_committed_while_a_context_is_read_is_never_kept_stale(
+    registered: Database,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release approved while a check reads (just after its release was read) must not
+    leave that release kept with the context: on a miss the release is read after the
+    context, whose snapshot number comes first, so the approval is after that number and
+    the next check reads both again. (Read the other way round, PostgreSQL's READ
+    COMMITTED showed the approval in the number but not in the release: no release was
+    kept, and kept, until some other write.)"""
+    import registry.gate.service as service
+
+    engine = EmbeddedEngine()
+    _submit(registered, load_bundle())
+    real = service.release_for_decision
+    approved: list[bool] = []
+
+    def then_approve(*args: object, **kwargs: object) -> object:
+        found = real(*args, **kwargs)  # type: ignore[arg-type]
+        if not approved:
+            approved.append(True)
+            # A plain approval committing during the check's read (another process's:
+            # no recheck here that would refill this process's cache).
+            other = Database(registered.url)
+            try:
+                other.write(
+                    lambda ctx: approve(ctx, ref="policies@v1", comment="reviewed"),
+                    principal="bob",
+                )
+            finally:
+                other.engine.dispose()
+        return found
+
+    _gate(registered, engine)  # the planner runs and its recomputation is stored
+    contexts_for(registered).clear()  # the next check reads its context (a miss) and keeps it
+    monkeypatch.setattr(service, "release_for_decision", then_approve)
+    assert _gate(registered, engine, at=NOW + timedelta(minutes=1)).policy_release is None
+    monkeypatch.setattr(service, "release_for_decision", real)
+    later = [_gate(registered, engine, at=NOW + timedelta(minutes=m)) for m in (2, 3)]
+    assert [d.policy_release for d in later] == ["policies@v1", "policies@v1"]
