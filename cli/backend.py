@@ -235,7 +235,7 @@ class LocalBackend:
     def audit_verify(self) -> ChainReport:
         from registry.audit.service import verify
 
-        with self.database.reading() as session:
+        with self.database.reading(snapshot=True) as session:
             return verify(session)
 
     def audit_acknowledge(self, reason: str) -> Acknowledgement:

@@ -72,7 +72,7 @@ def audit_router() -> APIRouter:
         "the event that recorded it; report any break",
     )
     def verify_chain(database: DatabaseDep) -> ChainReport:
-        with database.reading() as session:
+        with database.reading(snapshot=True) as session:
             return verify(session)
 
     @router.post(

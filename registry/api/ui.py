@@ -280,7 +280,7 @@ def ui_router() -> APIRouter:
         def build(database: Database) -> Page:
             from registry.audit.service import verify
 
-            with database.reading() as session:
+            with database.reading(snapshot=True) as session:
                 report = verify(session)
             return "ui/audit.html", {"chain": report}
 

@@ -55,7 +55,7 @@ def acknowledge(database: Database, *, principal: str, reason: str) -> Acknowled
                 )
             ],
         )
-    with database.reading() as session:
+    with database.reading(snapshot=True) as session:
         report = verify(session)
         # The gate's incremental check words a deleted event by the count it lacks.
         counted = extent_problems(session)

@@ -41,3 +41,41 @@ def test_success_a_snapshot_read_is_repeatable_read_without_a_statement_of_its_o
     assert statements == ["SHOW transaction_isolation"]  # no SET TRANSACTION round trip
     for _ in range(3):  # the pooled connection goes back to the default level
         assert _level(database, snapshot=False)[0] == "read committed"
+
+
+def test_success_every_whole_registry_verification_reads_one_snapshot(
+    database: Database, monkeypatch: Any
+) -> None:
+    """`capgate audit verify` (here its local backend) and the guard's walks verify in
+    one snapshot: a write committing meanwhile cannot show a row whose event they did not
+    walk. (The session used to be asked for it after it had begun, which did nothing.)"""
+    import registry.audit.service as service
+    from cli.backend import LocalBackend
+    from registry.audit.integrity.feeds import Feeds
+    from registry.audit.integrity.guard import Guard
+
+    levels: list[str] = []
+    real = service.verify_registry
+
+    def noted(session: Any) -> Any:
+        noted_level(session)
+        return real(session)
+
+    walk = Guard._chain
+
+    def walked(self: Guard, session: Any, *args: Any, **kwargs: Any) -> Any:
+        noted_level(session)
+        return walk(self, session, *args, **kwargs)
+
+    def noted_level(session: Any) -> None:
+        if session.get_bind().dialect.name == "postgresql":
+            levels.append(str(session.execute(text("SHOW transaction_isolation")).scalar()))
+
+    monkeypatch.setattr(service, "verify_registry", noted)
+    monkeypatch.setattr(Guard, "_chain", walked)
+    assert LocalBackend(database.url, "auditor").audit_verify().intact
+    guard = Guard()
+    guard.check_chain(database)
+    guard.check_feeds(database, Feeds(record_ids=frozenset()))
+    expected = 3 if database.engine.dialect.name == "postgresql" else 0
+    assert levels == ["repeatable read"] * expected

@@ -215,18 +215,6 @@ MODELS: dict[str, Any] = {
 }
 
 
-def snapshot(session: Session) -> None:
-    """Read the chain and the tables from one snapshot.
-
-    Under PostgreSQL's default READ COMMITTED, a write committing between the walk of
-    the events and the read of the rows would show a row whose event was not walked.
-    SQLite's reads here already hold the database (BEGIN IMMEDIATE). A session already
-    in a transaction keeps its level; `settled` then covers the race.
-    """
-    if session.get_bind().dialect.name == "postgresql" and not session.in_transaction():
-        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-
-
 def settled(session: Session, ledger: Ledger, find: Callable[[], list[str]]) -> list[str]:
     """`find()`, and once more after walking any events committed meanwhile if it named
     a row no event recorded (that row's event may have committed after the walk)."""
@@ -240,8 +228,8 @@ def settled(session: Session, ledger: Ledger, find: Callable[[], list[str]]) -> 
 
 
 def verify_registry(session: Session) -> tuple[Ledger, list[str]]:
-    """The whole chain, then every row of every covered table against it."""
-    snapshot(session)
+    """The whole chain, then every row of every covered table against it (in one
+    snapshot when the session is one: Database.reading(snapshot=True))."""
     ledger = Ledger()
     ledger.advance(session)
     found = ledger.all_problems

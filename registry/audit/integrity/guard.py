@@ -58,7 +58,7 @@ from sqlalchemy.orm import Session
 
 from registry.audit.acknowledgements import acknowledged_keys, unacknowledged
 from registry.audit.chain import GENESIS, ChainHead, ChainWalk, events_after, extent, walk
-from registry.audit.integrity.compare import settled, snapshot, table_problems
+from registry.audit.integrity.compare import settled, table_problems
 from registry.audit.integrity.feeds import Feeds, feed_problems
 from registry.audit.integrity.ledger import Ledger
 from registry.audit.integrity.sweep import (
@@ -162,8 +162,7 @@ class Guard:
 
     def check_chain(self, database: Database) -> None:
         """Raise Tampered unless the chain verifies (incrementally)."""
-        with self._lock, database.reading() as session:
-            snapshot(session)
+        with self._lock, database.reading(snapshot=True) as session:
             self._chain(session, _Acknowledged(session))
 
     def check_registry(self, database: Database, *, sweep: bool = True) -> None:
@@ -254,8 +253,7 @@ class Guard:
 
     def check_feeds(self, database: Database, feeds: Feeds) -> None:
         """Raise Tampered unless the chain and every row the decision rests on verify."""
-        with self._lock, database.reading() as session:
-            snapshot(session)
+        with self._lock, database.reading(snapshot=True) as session:
             acknowledged = _Acknowledged(session)
             ledger = self._chain(session, acknowledged)
             problems = settled(session, ledger, lambda: feed_problems(session, ledger, feeds))
