@@ -89,14 +89,21 @@ class ModelCardFile(_Card):
         return self
 
 
-class ActivationQuantEntry(BaseModel):
+class _Measured(BaseModel):
+    """A card entry read from measurements or assumed, with where its numbers come from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
+    source: Source = Field(description="The measurements (or the assumption) and where.")
+
+
+class ActivationQuantEntry(_Measured):
     """The static fp8 activation quantisation kernel a GEMM's input runs through (vLLM's
     ``scaled_fp8_quant`` with a per-tensor scale), timed at decode batches by input width.
     vLLM's compilation fusions fold it into the kernel before (all-reduce, RMSNorm, SiluMul,
     attention); the planner takes it out of ``layer_us`` only when ``in_layer_us`` says the
     GEMM timings ``layer_us`` was read from ran one per GEMM."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kernel_us: dict[Count, Positive] = Field(
         min_length=1,
@@ -113,8 +120,6 @@ class ActivationQuantEntry(BaseModel):
         "kernel, in us by the activation's width, at 1-16 tokens. A checkpoint with static "
         "scales does not pay it. Needs in_layer_us.",
     )
-    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
-    source: Source = Field(description="The measurements (or the assumption) and where.")
 
     @model_validator(mode="after")
     def _scales_inside(self) -> ActivationQuantEntry:
@@ -125,15 +130,13 @@ class ActivationQuantEntry(BaseModel):
         return self
 
 
-class EfficiencyEntry(BaseModel):
+class EfficiencyEntry(_Measured):
     """The achievable fractions of peak the step model prices one weight dtype with on an
     accelerator, and the kernel measurements they were read from.
 
     ``measured: false`` marks an assumption (carried over from a sibling part, or a
     datasheet ratio): the planner says so in its notes and widens the stated interval.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mfu: Share = Field(description="Linear layers' share of dense peak at prefill batches.")
     mbu: Share = Field(description="Share of peak memory bandwidth a decode step streams at.")
@@ -147,29 +150,22 @@ class EfficiencyEntry(BaseModel):
     )
     activation_quant: ActivationQuantEntry | None = Field(
         default=None,
-        description="fp8 only: the activation quantisation kernel, for pricing vLLM's "
-        "compilation fusions; without it a fusion is on but saves nothing priced.",
+        description="fp8 only: the activation quantisation kernel (and the per-call scale "
+        "computation) layer_us holds, for pricing vLLM's compilation fusions and static "
+        "scales; without it a fusion is on but saves nothing priced.",
     )
-    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
-    source: Source = Field(description="The measurements (or the assumption) and where.")
 
 
-class FusedAllReduceEntry(BaseModel):
+class FusedAllReduceEntry(_Measured):
     """The fused all-reduce + residual add + RMSNorm + fp8 quantisation kernel vLLM runs
     with ``pass_config.enable_fi_allreduce_fusion`` (FlashInfer's trtllm_allreduce_fusion)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     latency_us: Positive = Field(description="Fixed time of one fused all-reduce, in us.")
-    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
-    source: Source = Field(description="The measurements (or the assumption) and where.")
 
 
-class CollectivesEntry(BaseModel):
+class CollectivesEntry(_Measured):
     """What a tensor-parallel all-reduce costs on the part, measured (collective libraries
     and their small-message latency differ by vendor: NCCL, RCCL), with its source."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     allreduce_latency_us: Positive = Field(
         description="Fixed time of one all-reduce of a decode step's activations, in us."
@@ -179,8 +175,6 @@ class CollectivesEntry(BaseModel):
         description="The fused all-reduce vLLM's FlashInfer all-reduce fusion runs; without "
         "it that fusion is priced as the plain all-reduce above.",
     )
-    measured: bool = Field(description="Read from measurements (true) or assumed (false).")
-    source: Source = Field(description="The measurements (or the assumption) and where.")
 
 
 class AcceleratorCardFile(_Card):

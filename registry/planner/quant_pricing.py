@@ -45,7 +45,7 @@ class Fusions:
         return self.allreduce or self.attention or self.norm_quant
 
 
-class Efficiency(Protocol):
+class PricedEfficiency(Protocol):
     """What pricing reads of registry.planner.step_time.Efficiency (which holds Fusions:
     named here, not imported, so the two modules do not import each other)."""
 
@@ -112,7 +112,7 @@ _FUSION_NAMES = {
 
 
 def fusion_pricing(
-    efficiency: Efficiency, accel: AcceleratorSpec, shape: ModelShape, tp: int
+    efficiency: PricedEfficiency, accel: AcceleratorSpec, shape: ModelShape, tp: int
 ) -> FusionPricing:
     """What the fusions in force take out of a step on this accelerator: the quantisation
     kernels the card's layer_us holds (only when the card says it holds them) and, at
@@ -210,7 +210,7 @@ def _gemm_inputs(shape: ModelShape, tp: int) -> list[int]:
 
 
 def static_scale_saving(
-    efficiency: Efficiency, accel: AcceleratorSpec, shape: ModelShape, tp: int
+    efficiency: PricedEfficiency, accel: AcceleratorSpec, shape: ModelShape, tp: int
 ) -> tuple[float, tuple[str, ...]]:
     """(us per step, what the findings say): with static activation scales (the
     checkpoint's), the part of a dynamic quantisation that computes each GEMM input's

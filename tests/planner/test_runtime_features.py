@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from benchmarks.planner.heldout.hopper_blackwell import B200_COMPILATION_CONFIG
 from registry.errors import InvalidInput
 from registry.planner.quant_pricing import Fusions
 from registry.planner.runtime_features import async_scheduling, compilation_fusions
@@ -67,17 +68,9 @@ def test_edge_another_runtime_is_priced_without_it() -> None:
     assert not feature.enabled and "sglang" in feature.reason
 
 
-# The compilation-config of InferenceMAX's B200 runs (benchmarks/70b_fp8_b200_docker.sh).
-B200_RUN = {
-    "pass_config": {
-        "enable_fi_allreduce_fusion": True,
-        "enable_attn_fusion": True,
-        "enable_noop": True,
-    },
-    "custom_ops": ["+quant_fp8", "+rms_norm"],
-    "cudagraph_mode": "FULL_DECODE_ONLY",
-    "splitting_ops": [],
-}
+# The compilation-config of InferenceMAX's B200 runs (benchmarks/70b_fp8_b200_docker.sh),
+# as the held-out harness replays it.
+B200_RUN = B200_COMPILATION_CONFIG
 
 
 def _fp8_model(**update: object) -> ModelSpec:

@@ -69,18 +69,16 @@ class _Point:
 # at TP2 (the B200 card's collectives.fused_allreduce) and, with the fp8 KV cache, the
 # attention kernel writing fp8; each takes the fp8 quantisation kernels it absorbs out of the
 # card's layer_us (efficiency.fp8.activation_quant).
-_B200_COMPILATION = json.dumps(
-    {
-        "pass_config": {
-            "enable_fi_allreduce_fusion": True,
-            "enable_attn_fusion": True,
-            "enable_noop": True,
-        },
-        "custom_ops": ["+quant_fp8", "+rms_norm"],
-        "cudagraph_mode": "FULL_DECODE_ONLY",
-        "splitting_ops": [],
-    }
-)
+B200_COMPILATION_CONFIG = {
+    "pass_config": {
+        "enable_fi_allreduce_fusion": True,
+        "enable_attn_fusion": True,
+        "enable_noop": True,
+    },
+    "custom_ops": ["+quant_fp8", "+rms_norm"],
+    "cudagraph_mode": "FULL_DECODE_ONLY",
+    "splitting_ops": [],
+}
 
 
 def _max_model_len(p: _Point) -> int:
@@ -110,7 +108,9 @@ def _bench(p: _Point) -> Bench:
         gpu_memory_utilization=0.9,
         requests=10 * p.clients,  # --num-prompts $(( CONC * 10 ))
         async_scheduling=True,  # every serving script passes --async-scheduling
-        runtime_args=(("compilation-config", _B200_COMPILATION),) if p.gpu == "B200" else (),
+        runtime_args=(("compilation-config", json.dumps(B200_COMPILATION_CONFIG)),)
+        if p.gpu == "B200"
+        else (),
         # nvidia/Llama-3.3-70B-Instruct-FP8 is a ModelOpt checkpoint: static per-tensor fp8
         # activation scales (vLLM's ModelOptFp8LinearMethod, act_quant_static=True).
         quantization="modelopt",
