@@ -50,13 +50,16 @@ class Entry:
     loaded: LoadedPlan
     sized: Sized
     seq: int  # the last event of the snapshot the context was read in
-    # The policy release in force read in the same snapshot, by (engine revision, pinned
-    # release): the release tables are among CONTEXT_TABLES, so an approval or a new
-    # release after `seq` invalidates it with the rest of the entry.
-    releases: tuple[tuple[tuple[str, str | None], ReleaseInForce], ...] = ()
+    # The policy release in force, read after `seq` for (engine revision, pinned release):
+    # the release tables are among CONTEXT_TABLES, so an approval or a new release after
+    # `seq` invalidates it with the rest of the entry.
+    release_read: tuple[tuple[str, str | None], ReleaseInForce] | None = None
 
     def release(self, revision: str, pinned: str | None) -> ReleaseInForce | None:
-        return next((found for key, found in self.releases if key == (revision, pinned)), None)
+        """The release in force kept for this revision and pin (None: not kept for it)."""
+        if self.release_read is None or self.release_read[0] != (revision, pinned):
+            return None
+        return self.release_read[1]
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,7 @@ def check(
             )
         if entry is not None and not read.cached and not changed:
             kept_release = ((engine.revision, policy_release), in_force)
-            contexts.keep(plan_ref, limits, replace(entry, releases=(kept_release,)))
+            contexts.keep(plan_ref, limits, replace(entry, release_read=kept_release))
     context = sized.context
     previous = (last[0], last[1]) if last is not None and last[1] is not None else None
     document: dict[str, Any] = {}
